@@ -1,0 +1,31 @@
+"""Per-follow-up log-likelihoods to one score per dialog. Every aggregation: higher is better."""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+#: ``sum``: the paper's equation (1), -sum_i log p(f_i | dialog). The follow-ups are negative
+#: ("Not really relevant here."), so the sign is turned: likely follow-ups give a low score.
+#: ``mean``: -mean_i (log p(f_i | dialog) / |f_i|), the mean per-token log-likelihood, turned.
+#: ``perplexity``: mean_i exp(-log p(f_i | dialog) / |f_i|), what the authors' package returns.
+AGGREGATIONS = ("sum", "mean", "perplexity")
+
+
+def check_aggregation(aggregation: str) -> str:
+    """Return ``aggregation`` if known, else raise ``ValueError``."""
+    if aggregation not in AGGREGATIONS:
+        raise ValueError(f"unknown aggregation {aggregation!r}; choose one of {AGGREGATIONS}")
+    return aggregation
+
+
+def aggregate(log_likelihoods: Sequence[float], token_counts: Sequence[int], aggregation: str) -> float:
+    """One dialog's score from its follow-ups' summed log-likelihoods and token counts."""
+    if aggregation == "sum":
+        return -math.fsum(log_likelihoods)
+    per_token = [ll / n for ll, n in zip(log_likelihoods, token_counts)]
+    if aggregation == "mean":
+        return -math.fsum(per_token) / len(per_token)
+    if aggregation == "perplexity":
+        return math.fsum(math.exp(-x) for x in per_token) / len(per_token)
+    raise ValueError(f"unknown aggregation {aggregation!r}; choose one of {AGGREGATIONS}")

@@ -1,0 +1,54 @@
+"""Checks of user input, raised before any model work, naming the item and the problem."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+
+def _check_list(value: Any, name: str) -> None:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise TypeError(f"{name} must be a list, got {type(value).__name__}")
+
+
+def check_turns(turns: Any, name: str) -> list[str]:
+    """A dialog's turns: a list of strings (empty strings allowed)."""
+    if isinstance(turns, str):
+        raise TypeError(f"{name} is a string; give the dialog as a list of turn strings")
+    _check_list(turns, name)
+    for j, turn in enumerate(turns):
+        if not isinstance(turn, str):
+            raise TypeError(f"{name}[{j}] must be a string, got {type(turn).__name__}")
+    return list(turns)
+
+
+def check_dialogs(contexts: Any, responses: Any = None) -> list[list[str]]:
+    """Validate contexts (and responses, for turn level); return each dialog as one list of turns.
+
+    Turn level (``responses`` given): a dialog is its context followed by its response; a
+    context may be empty (a first turn). Dialog level: a dialog is its context, at least one turn.
+
+    Raises:
+        TypeError: a container, turn or response of the wrong type, or ``None``.
+        ValueError: different numbers of contexts and responses, an empty or blank response,
+            an empty dialog.
+    """
+    _check_list(contexts, "contexts")
+    if responses is not None:
+        _check_list(responses, "responses")
+        if len(responses) != len(contexts):
+            raise ValueError(f"got {len(contexts)} contexts but {len(responses)} responses; they must pair up")
+    dialogs = []
+    for i, context in enumerate(contexts):
+        turns = check_turns(context, f"contexts[{i}]")
+        if responses is None:
+            if not turns:
+                raise ValueError(f"contexts[{i}] is an empty dialog; dialog-level scoring needs at least one turn")
+        else:
+            response = responses[i]
+            if not isinstance(response, str):
+                raise TypeError(f"responses[{i}] must be a string, got {type(response).__name__}")
+            if not response.strip():
+                raise ValueError(f"responses[{i}] is empty")
+            turns = [*turns, response]
+        dialogs.append(turns)
+    return dialogs

@@ -1,0 +1,150 @@
+"""Token ids in, follow-up log-likelihoods out: the batched engines and the plain oracle.
+
+Every function returns, for each dialog, one ``(sum of token log-probabilities, token count)``
+pair per target (follow-up), in target order. Log-probabilities are always computed in float32,
+whatever the model's dtype.
+
+- :func:`oracle_log_likelihoods`: one dialog and one follow-up per forward pass, no padding.
+  Slow and obviously right; the tests hold every optimised path to it.
+- :func:`batched_log_likelihoods`: many dialogs per pass. Encoder-decoder models encode each
+  dialog once and decode all its follow-ups against that encoding. Decoder-only models pack a
+  dialog's context and all its follow-ups into one row, with an attention mask that lets each
+  follow-up see the context and itself only, and position ids that restart every follow-up
+  where the context ends: the context is computed once and its keys and values are shared by
+  all follow-ups without being copied; logits are computed at follow-up positions only.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+
+LogLik = tuple[float, int]
+
+
+def _token_log_probs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """log p(target) for each position, in float32."""
+    return torch.log_softmax(logits.float(), dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+
+
+def _decoder_start(model: Any) -> int:
+    start = model.config.decoder_start_token_id
+    if start is None:
+        start = getattr(model.generation_config, "decoder_start_token_id", None)
+    if start is None:
+        raise ValueError("the encoder-decoder model's config has no decoder_start_token_id")
+    return int(start)
+
+
+@torch.inference_mode()
+def oracle_log_likelihoods(
+    model: Any, context_ids: Sequence[int], targets: Sequence[Sequence[int]]
+) -> list[LogLik]:
+    """Score each target after one context, one plain forward pass per target."""
+    device = model.device
+    out: list[LogLik] = []
+    for target in targets:
+        tgt = torch.tensor([list(target)], device=device)
+        if model.config.is_encoder_decoder:
+            dec_in = torch.tensor([[_decoder_start(model), *target[:-1]]], device=device)
+            logits = model(input_ids=torch.tensor([list(context_ids)], device=device), decoder_input_ids=dec_in).logits
+            lp = _token_log_probs(logits[0], tgt[0])
+        else:
+            ids = torch.tensor([[*context_ids, *target]], device=device)
+            logits = model(input_ids=ids).logits[0, len(context_ids) - 1 : -1]
+            lp = _token_log_probs(logits, tgt[0])
+        out.append((float(lp.sum()), len(target)))
+    return out
+
+
+def _pad(rows: Sequence[Sequence[int]], value: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad rows into ids and a 0/1 mask."""
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), value, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, : len(r)] = torch.tensor(list(r), dtype=torch.long)
+        mask[i, : len(r)] = 1
+    return ids.to(device), mask.to(device)
+
+
+@torch.inference_mode()
+def batched_log_likelihoods(
+    model: Any, contexts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]], pad_id: int
+) -> list[list[LogLik]]:
+    """Score every target after every context, all in one batch (see the module docstring)."""
+    if model.config.is_encoder_decoder:
+        return _encoder_decoder_batch(model, contexts, targets, pad_id)
+    return _decoder_only_batch(model, contexts, targets, pad_id)
+
+
+def _encoder_decoder_batch(
+    model: Any, contexts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]], pad_id: int
+) -> list[list[LogLik]]:
+    device = model.device
+    n_ctx, n_tgt = len(contexts), len(targets)
+    enc_ids, enc_mask = _pad(contexts, pad_id, device)
+    hidden = model.get_encoder()(input_ids=enc_ids, attention_mask=enc_mask).last_hidden_state
+    start = _decoder_start(model)
+    dec_in, dec_mask = _pad([[start, *t[:-1]] for t in targets], pad_id, device)
+    labels, _ = _pad(targets, pad_id, device)
+    rows = torch.arange(n_ctx, device=device).repeat_interleave(n_tgt)
+    logits = model(
+        encoder_outputs=(hidden[rows],),
+        attention_mask=enc_mask[rows],
+        decoder_input_ids=dec_in.repeat(n_ctx, 1),
+        decoder_attention_mask=dec_mask.repeat(n_ctx, 1),
+    ).logits
+    lp = _token_log_probs(logits, labels.repeat(n_ctx, 1)) * dec_mask.repeat(n_ctx, 1)
+    sums = lp.sum(-1).view(n_ctx, n_tgt).tolist()
+    return [[(sums[i][j], len(targets[j])) for j in range(n_tgt)] for i in range(n_ctx)]
+
+
+def _decoder_only_batch(
+    model: Any, contexts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]], pad_id: int
+) -> list[list[LogLik]]:
+    device = model.device
+    tail = [t for target in targets for t in target]
+    rows = [[*c, *tail] for c in contexts]
+    ids, _ = _pad(rows, pad_id, device)
+    n, width = ids.shape
+    # segment of every position: 0 = context, k = k-th follow-up, -1 = padding
+    segment = torch.full((n, width), -1, dtype=torch.long)
+    position = torch.zeros((n, width), dtype=torch.long)
+    source = torch.zeros((n, len(tail)), dtype=torch.long)  # position whose logits predict each follow-up token
+    tail_segment = torch.cat([torch.full((len(t),), k + 1) for k, t in enumerate(targets)])
+    tail_offset = torch.cat([torch.arange(len(t)) for t in targets])
+    for i, c in enumerate(contexts):
+        c_len = len(c)
+        segment[i, :c_len] = 0
+        segment[i, c_len : c_len + len(tail)] = tail_segment
+        position[i, :c_len] = torch.arange(c_len)
+        position[i, c_len : c_len + len(tail)] = c_len + tail_offset
+        source[i] = torch.where(tail_offset == 0, c_len - 1, c_len + torch.arange(len(tail)) - 1)
+    q_seg, k_seg = segment.unsqueeze(2), segment.unsqueeze(1)
+    causal = torch.ones(width, width, dtype=torch.bool).tril()
+    allowed = causal & (k_seg != -1) & ((k_seg == 0) | (k_seg == q_seg))
+    allowed |= torch.eye(width, dtype=torch.bool)  # padding rows attend to themselves, never NaN
+    dtype = next(model.parameters()).dtype
+    mask = torch.zeros(n, 1, width, width, dtype=dtype)
+    mask.masked_fill_(~allowed.unsqueeze(1), torch.finfo(dtype).min)
+    hidden = model.base_model(
+        input_ids=ids, attention_mask=mask.to(device), position_ids=position.to(device)
+    ).last_hidden_state
+    picked = hidden.gather(1, source.to(device).unsqueeze(-1).expand(-1, -1, hidden.shape[-1]))
+    logits = _output_logits(model, picked)
+    tail_ids = torch.tensor(tail, device=device).expand(n, -1)
+    lp = _token_log_probs(logits, tail_ids)
+    seg_index = (tail_segment - 1).to(device)
+    sums = torch.zeros(n, len(targets), device=device).index_add_(1, seg_index, lp).tolist()
+    return [[(sums[i][j], len(targets[j])) for j in range(len(targets))] for i in range(n)]
+
+
+def _output_logits(model: Any, hidden: torch.Tensor) -> torch.Tensor:
+    """Apply the model's output head (and final logit soft-capping where the model has it)."""
+    logits = model.get_output_embeddings()(hidden)
+    cap = getattr(model.config, "final_logit_softcapping", None)
+    if cap:
+        logits = torch.tanh(logits / cap) * cap
+    return logits

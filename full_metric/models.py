@@ -1,0 +1,137 @@
+"""Loading a language model and its tokenizer: Hub id, local folder, GGUF file or injected objects."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "facebook/blenderbot-400M-distill"
+_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+@dataclass
+class LoadedModel:
+    """A model in eval mode on its device, its tokenizer, and what identifies its weights."""
+
+    model: Any
+    tokenizer: Any
+    name: str
+    revision: str
+
+    @property
+    def is_encoder_decoder(self) -> bool:
+        return bool(self.model.config.is_encoder_decoder)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return next(self.model.parameters()).dtype
+
+    @property
+    def max_positions(self) -> int:
+        """The most tokens the model's (encoder's) positions allow; the tokenizer's limit if none."""
+        config = self.model.config
+        for key in ("max_position_embeddings", "n_positions", "max_sequence_length"):
+            value = getattr(config, key, None)
+            if isinstance(value, int) and value > 0:
+                return value
+        limit = getattr(self.tokenizer, "model_max_length", None)
+        return int(limit) if isinstance(limit, int) and 0 < limit < 1_000_000 else 512
+
+
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    """``None`` or ``"auto"``: CUDA, else Apple MPS, else CPU."""
+    if device is None or device == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    return torch.device(device)
+
+
+def resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype | None:
+    """A torch dtype from its name; ``None`` keeps the model's own (float32 when loaded here)."""
+    if dtype is None or isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype not in _DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}; choose one of {sorted(_DTYPES)}")
+    return _DTYPES[dtype]
+
+
+def _file_digest(paths: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(paths):
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return "sha256:" + digest.hexdigest()[:16]
+
+
+def _revision(source: str, gguf_file: str | None, config: Any) -> str:
+    if gguf_file is not None:
+        return _file_digest([Path(source) / gguf_file]) if Path(source, gguf_file).is_file() else "unknown"
+    commit = getattr(config, "_commit_hash", None)
+    if commit:
+        return str(commit)
+    folder = Path(source)
+    weights = [p for p in folder.glob("*") if p.suffix in (".safetensors", ".bin", ".pt", ".gguf")]
+    return _file_digest(weights) if weights else "unknown"
+
+
+def load_model(
+    model: str | Any = DEFAULT_MODEL,
+    *,
+    tokenizer: Any = None,
+    gguf_file: str | None = None,
+    device: str | torch.device | None = None,
+    dtype: str | torch.dtype | None = None,
+    revision: str | None = None,
+) -> LoadedModel:
+    """Load (or adopt) a model and tokenizer, put the model in eval mode on ``device``.
+
+    ``model`` is a Hub id, a local folder, or an already loaded ``transformers`` model (then
+    ``tokenizer`` is required). ``gguf_file`` names a GGUF file inside that folder or repository,
+    or is the path of one (then ``model`` is ignored).
+    """
+    target_device = resolve_device(device)
+    torch_dtype = resolve_dtype(dtype)
+    if not isinstance(model, (str, os.PathLike)):
+        if tokenizer is None:
+            raise ValueError("an already loaded model needs its tokenizer: pass tokenizer=")
+        name = getattr(model.config, "name_or_path", "") or type(model).__name__
+        loaded = LoadedModel(model, tokenizer, name, getattr(model.config, "_commit_hash", None) or "unknown")
+    else:
+        loaded = _load_pretrained(str(model), tokenizer, gguf_file, torch_dtype, revision)
+    if torch_dtype is not None and loaded.dtype != torch_dtype:
+        loaded.model.to(torch_dtype)
+    loaded.model.to(target_device)
+    loaded.model.eval()
+    return loaded
+
+
+def _load_pretrained(
+    source: str, tokenizer: Any, gguf_file: str | None, torch_dtype: torch.dtype | None, revision: str | None
+) -> LoadedModel:
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+
+    if gguf_file is not None and Path(gguf_file).is_file():
+        source, gguf_file = str(Path(gguf_file).resolve().parent), Path(gguf_file).name
+    kwargs: dict[str, Any] = {"revision": revision} if revision else {}
+    if gguf_file is not None:
+        kwargs["gguf_file"] = gguf_file
+    logger.info("loading %s%s", source, f" ({gguf_file})" if gguf_file else "")
+    config = AutoConfig.from_pretrained(source, **kwargs)
+    auto = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForCausalLM
+    model = auto.from_pretrained(source, dtype=torch_dtype or torch.float32, **kwargs)
+    if tokenizer is None:
+        tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+    name = source if gguf_file is None else f"{source}/{gguf_file}"
+    return LoadedModel(model, tokenizer, name, revision or _revision(source, gguf_file, model.config))

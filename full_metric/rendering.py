@@ -1,0 +1,184 @@
+"""Dialogs to token ids, per model family: rendering of the turns, follow-up targets, truncation.
+
+A renderer turns a dialog (a list of turns, the last one being the response under evaluation)
+into a *context* text, and each follow-up into a *target* text. The model reads the context and
+only the target's tokens are scored. The context does not depend on the follow-up, so one
+context serves every follow-up of a dialog.
+
+Renderings (``rendering=`` of :class:`~full_metric.FullScorer`):
+
+- ``blenderbot``: BlenderBot's own format (its tokenizer's chat template): turns joined by two
+  spaces, the turns of the speaker who spoke last prefixed by a space, ``</s>`` at the end.
+  The follow-up is the model's reply, tokenised as a target with a leading space (BlenderBot's
+  replies start with a space token) and ``</s>``.
+- ``seq2seq``: other encoder-decoder models (BART, T5): turns joined by newlines; the follow-up
+  is the decoder target as the tokenizer formats targets (``text_target=``).
+- ``speaker``: decoder-only models: ``A: ...`` / ``B: ...`` lines, the response spoken by ``B``,
+  the follow-up as ``A``'s next line (its text and the closing newline are scored).
+- ``chat_template``: decoder-only models: the tokenizer's chat template, the response as the
+  assistant's turn and the follow-up as the next user turn (its text and the end-of-turn token
+  are scored; the turn header belongs to the context).
+- ``plain``: turns joined by newlines, the follow-up as the next line.
+- ``eos``: DialoGPT's format, every turn closed by the end-of-text token.
+- ``reference``: the authors' package ``full`` 0.0.3.1: ``"\\t" + "\\t".join(turns)`` with a
+  prefix space, truncated on the right at the tokenizer's maximum length.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+RENDERINGS = ("blenderbot", "seq2seq", "speaker", "chat_template", "plain", "eos", "reference")
+ENCODER_DECODER_RENDERINGS = ("blenderbot", "seq2seq", "reference")
+DECODER_ONLY_RENDERINGS = ("speaker", "chat_template", "plain", "eos")
+_BLENDERBOT_TYPES = ("blenderbot", "blenderbot-small", "blenderbot_small")
+_SENTINEL = "\x00FOLLOW-UP\x00"
+
+
+def default_rendering(model_type: str, name_or_path: str, is_encoder_decoder: bool) -> str:
+    """The rendering each model family was trained with (see the module docstring)."""
+    if is_encoder_decoder:
+        return "blenderbot" if model_type in _BLENDERBOT_TYPES else "seq2seq"
+    if "dialogpt" in name_or_path.lower():
+        return "eos"
+    return "speaker"
+
+
+@dataclass(frozen=True)
+class EncodedDialog:
+    """A dialog's context token ids and how many of its tokens truncation dropped."""
+
+    context_ids: tuple[int, ...]
+    dropped_tokens: int
+
+
+class Renderer:
+    """Renders dialogs and follow-ups for one tokenizer and one rendering, and truncates.
+
+    Args:
+        tokenizer: the model's tokenizer.
+        rendering: one of :data:`RENDERINGS`.
+        is_encoder_decoder: whether the context feeds an encoder (else it prefixes the target).
+    """
+
+    def __init__(self, tokenizer: Any, rendering: str, is_encoder_decoder: bool):
+        if rendering not in RENDERINGS:
+            raise ValueError(f"unknown rendering {rendering!r}; choose one of {RENDERINGS}")
+        family = ENCODER_DECODER_RENDERINGS if is_encoder_decoder else DECODER_ONLY_RENDERINGS
+        if rendering not in family:
+            kind = "an encoder-decoder" if is_encoder_decoder else "a decoder-only"
+            raise ValueError(f"rendering {rendering!r} does not fit {kind} model; choose one of {family}")
+        if rendering == "chat_template" and not getattr(tokenizer, "chat_template", None):
+            raise ValueError("rendering 'chat_template' needs a tokenizer with a chat template")
+        if rendering == "eos" and tokenizer.eos_token is None:
+            raise ValueError("rendering 'eos' needs a tokenizer with an end-of-text token")
+        self.tokenizer = tokenizer
+        self.rendering = rendering
+        self.is_encoder_decoder = is_encoder_decoder
+        self._target_cache: dict[str, tuple[int, ...]] = {}
+
+    # -- text ---------------------------------------------------------------------------------
+    def context_text(self, turns: Sequence[str]) -> str:
+        """The text the model reads before the follow-up."""
+        r = self.rendering
+        if r == "blenderbot":
+            last = len(turns) - 1
+            return "  ".join((" " + t) if (last - i) % 2 == 0 else t for i, t in enumerate(turns))
+        if r == "seq2seq":
+            return "\n".join(turns)
+        if r == "reference":
+            return " \t" + "\t".join(turns)
+        if r == "speaker":
+            last = len(turns) - 1
+            lines = [f"{'B' if (last - i) % 2 == 0 else 'A'}: {t}" for i, t in enumerate(turns)]
+            return "\n".join(lines + ["A:"])
+        if r == "plain":
+            return "".join(t + "\n" for t in turns)
+        if r == "eos":
+            return "".join(t + self.tokenizer.eos_token for t in turns)
+        return self._chat_parts(turns)[0]
+
+    def target_text(self, follow_up: str) -> str:
+        """The scored text of a follow-up (before the tokenizer's own target formatting)."""
+        r = self.rendering
+        if r in ("blenderbot", "reference"):
+            return " " + follow_up
+        if r == "seq2seq":
+            return follow_up
+        if r == "speaker":
+            return " " + follow_up + "\n"
+        if r == "plain":
+            return follow_up + "\n"
+        if r == "eos":
+            return follow_up + self.tokenizer.eos_token
+        return follow_up + self._chat_parts(["."])[1]
+
+    def _chat_parts(self, turns: Sequence[str]) -> tuple[str, str]:
+        last = len(turns) - 1
+        messages = [
+            {"role": "assistant" if (last - i) % 2 == 0 else "user", "content": t} for i, t in enumerate(turns)
+        ]
+        messages.append({"role": "user", "content": _SENTINEL})
+        text = self.tokenizer.apply_chat_template(messages, tokenize=False)
+        head, _, tail = text.rpartition(_SENTINEL)
+        return head, tail
+
+    # -- token ids ----------------------------------------------------------------------------
+    def target_ids(self, follow_up: str) -> tuple[int, ...]:
+        """The follow-up's scored token ids (cached per follow-up)."""
+        if follow_up not in self._target_cache:
+            self._target_cache[follow_up] = self._encode_target(follow_up)
+        return self._target_cache[follow_up]
+
+    def _encode_target(self, follow_up: str) -> tuple[int, ...]:
+        text = self.target_text(follow_up)
+        if self.is_encoder_decoder:
+            return tuple(self.tokenizer(text_target=text)["input_ids"])
+        ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        if self.rendering == "chat_template":
+            special = set(self.tokenizer.all_special_ids)
+            cut = next((i + 1 for i, t in enumerate(ids) if t in special), len(ids))
+            ids = ids[:cut]
+        return tuple(ids)
+
+    def encode(self, turns: Sequence[str], max_tokens: int) -> EncodedDialog:
+        """Render and tokenise a dialog's context, keeping at most ``max_tokens`` tokens.
+
+        Tokens beyond the budget are dropped from the start (the oldest turns), never the end;
+        special tokens the tokenizer adds around the text stay. The ``reference`` rendering
+        cuts the end instead, as the authors' package did.
+        """
+        text = self.context_text(turns)
+        tok = self.tokenizer
+        if self.rendering == "reference":
+            full = tok(text, verbose=False)["input_ids"]
+            side, tok.truncation_side = tok.truncation_side, "right"  # the package cut the end off
+            try:
+                ids = tok(text, truncation=True, max_length=max_tokens, verbose=False)["input_ids"]
+            finally:
+                tok.truncation_side = side
+            return EncodedDialog(tuple(ids), len(full) - len(ids))
+        add_special = self.is_encoder_decoder or self.rendering != "chat_template"
+        full = list(tok(text, add_special_tokens=add_special, verbose=False)["input_ids"])
+        head, body, tail = self._split_special(text, full) if add_special else ([], full, [])
+        keep = max_tokens - len(head) - len(tail)
+        if keep < 1:
+            raise ValueError(f"the context budget ({max_tokens} tokens) leaves no room for the dialog")
+        dropped = max(0, len(body) - keep)
+        ids = head + body[dropped:] + tail
+        if not ids:  # a decoder-only model needs at least one token to predict from
+            start = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+            if start is None:
+                raise ValueError("the dialog renders to no tokens and the tokenizer has no BOS or EOS token")
+            ids = [start]
+        return EncodedDialog(tuple(ids), dropped)
+
+    def _split_special(self, text: str, full: list[int]) -> tuple[list[int], list[int], list[int]]:
+        """Split ids into the special tokens the tokenizer added before and after the text's own."""
+        plain = list(self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
+        extra = len(full) - len(plain)
+        for start in range(extra + 1):
+            if full[start : start + len(plain)] == plain:
+                return full[:start], plain, full[start + len(plain) :]
+        return [], full, []

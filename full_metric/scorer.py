@@ -1,0 +1,239 @@
+"""``FullScorer``: loads a model once and scores many dialogs with FULL."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Sequence
+
+import torch
+from tqdm.auto import tqdm
+
+from .aggregate import aggregate, check_aggregation
+from .follow_ups import PAPER_FIVE, REFERENCE_PACKAGE_DEFAULT, resolve_follow_ups
+from .inputs import check_dialogs
+from .loglik import LogLik, batched_log_likelihoods, oracle_log_likelihoods
+from .models import DEFAULT_MODEL, load_model
+from .rendering import Renderer, default_rendering
+from .result import FullResult, make_signature
+
+logger = logging.getLogger(__name__)
+
+#: Named bundles of settings. ``paper``: the paper's method (its five follow-ups, equation (1),
+#: each model family rendered as it was trained, oldest tokens dropped first). ``reference``: the
+#: authors' package ``full`` 0.0.3.1 exactly (encoder-decoder models only).
+PRESETS: dict[str, dict[str, Any]] = {
+    "paper": {"follow_ups": PAPER_FIVE, "aggregation": "sum", "rendering": None},
+    "reference": {"follow_ups": REFERENCE_PACKAGE_DEFAULT, "aggregation": "perplexity", "rendering": "reference"},
+}
+ENGINES = ("batched", "oracle")
+DEFAULT_BATCH_SIZE = 16
+
+
+def _check_batch_size(batch_size: Any) -> int:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    return batch_size
+
+
+class FullScorer:
+    """Scores dialog responses (turn level) or whole dialogs (dialog level) with FULL.
+
+    The model reads each dialog and gives a log-likelihood to every follow-up; the aggregate is
+    turned so that **higher is better** (the default follow-ups are negative ones).
+
+    Args:
+        model: a Hub model id, a local folder, or a loaded ``transformers`` model (with
+            ``tokenizer``). Default: the paper's ``facebook/blenderbot-400M-distill``.
+        tokenizer: the tokenizer, required with a loaded model, optional otherwise.
+        follow_ups: a list of follow-ups or a built-in set name (``follow_ups.NAMED_SETS``);
+            default: the preset's (the paper's five).
+        aggregation: ``"sum"`` (paper, default), ``"mean"`` or ``"perplexity"`` (see ``aggregate``).
+        preset: ``"paper"`` (default) or ``"reference"`` (reproduces the package ``full`` 0.0.3.1).
+        device: ``"cuda"``, ``"mps"``, ``"cpu"``...; default: the best available.
+        dtype: ``"float32"`` (default), ``"bfloat16"`` or ``"float16"``; log-probabilities are
+            always computed in float32.
+        batch_size: dialogs per forward pass (default 16); halved automatically on out-of-memory.
+        gguf_file: a GGUF file in ``model``'s folder or repository, or a path to one.
+        revision: the Hub revision to load.
+        rendering: how dialogs are written for the model (``rendering.RENDERINGS``); default:
+            the preset's, else the model family's.
+        context_budget: the most context tokens the model reads (default: the model's positions).
+        max_turns: the most context turns kept, the newest (default 50, as the authors' package).
+        progress: show a progress bar while scoring (default True).
+
+    Raises:
+        ValueError, TypeError: a bad setting, before the model is loaded.
+    """
+
+    def __init__(
+        self,
+        model: str | Any = DEFAULT_MODEL,
+        *,
+        tokenizer: Any = None,
+        follow_ups: str | Sequence[str] | None = None,
+        aggregation: str | None = None,
+        preset: str | None = None,
+        device: str | torch.device | None = None,
+        dtype: str | torch.dtype | None = None,
+        batch_size: int | None = None,
+        gguf_file: str | None = None,
+        revision: str | None = None,
+        rendering: str | None = None,
+        context_budget: int | None = None,
+        max_turns: int = 50,
+        progress: bool = True,
+    ):
+        self.preset = preset or "paper"
+        if self.preset not in PRESETS:
+            raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
+        settings = PRESETS[self.preset]
+        self.follow_ups = resolve_follow_ups(follow_ups, settings["follow_ups"])
+        self.aggregation = check_aggregation(aggregation or settings["aggregation"])
+        self.batch_size = _check_batch_size(batch_size if batch_size is not None else DEFAULT_BATCH_SIZE)
+        if context_budget is not None and (not isinstance(context_budget, int) or context_budget < 1):
+            raise ValueError(f"context_budget must be a positive integer, got {context_budget!r}")
+        if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
+            raise ValueError(f"max_turns must be a positive integer, got {max_turns!r}")
+        self.context_budget = context_budget
+        self.max_turns = max_turns
+        self.progress = progress
+        self.loaded = load_model(
+            model, tokenizer=tokenizer, gguf_file=gguf_file, device=device, dtype=dtype, revision=revision
+        )
+        config = self.loaded.model.config
+        self.rendering = (
+            rendering
+            or settings["rendering"]
+            or default_rendering(config.model_type, self.loaded.name, self.loaded.is_encoder_decoder)
+        )
+        if self.rendering == "reference" and not self.loaded.is_encoder_decoder:
+            raise ValueError("the 'reference' rendering (and preset) needs an encoder-decoder model, as the package did")
+        self.renderer = Renderer(self.loaded.tokenizer, self.rendering, self.loaded.is_encoder_decoder)
+        tok = self.loaded.tokenizer
+        self.pad_id = next((t for t in (tok.pad_token_id, tok.eos_token_id, 0) if t is not None))
+        logger.info("FULL scorer ready: %s", self.signature())
+
+    # -- settings -----------------------------------------------------------------------------
+    @property
+    def model(self) -> Any:
+        return self.loaded.model
+
+    @property
+    def tokenizer(self) -> Any:
+        return self.loaded.tokenizer
+
+    def _context_limit(self, targets: Sequence[Sequence[int]]) -> int:
+        """The most context tokens a dialog keeps with these targets."""
+        if self.rendering == "reference":
+            return int(self.tokenizer.model_max_length)
+        limit = self.loaded.max_positions
+        if self.loaded.is_encoder_decoder:
+            longest = max(len(t) for t in targets)
+            if longest > limit:
+                raise ValueError(f"a follow-up has {longest} tokens, more than the decoder's {limit} positions")
+        else:
+            limit -= max(len(t) for t in targets)
+        if self.context_budget is not None:
+            limit = min(limit, self.context_budget)
+        if limit < 1:
+            raise ValueError("the follow-ups leave no room for the dialog within the model's positions")
+        return limit
+
+    def _truncation_tag(self, limit: int) -> str:
+        return f"right-{limit}" if self.rendering == "reference" else f"left-{limit}"
+
+    def signature(self, follow_ups: Sequence[str] | None = None, level: str = "turn") -> str:
+        """The signature string of these settings (see :func:`result.make_signature`)."""
+        follow_ups = tuple(follow_ups) if follow_ups is not None else self.follow_ups
+        targets = [self.renderer.target_ids(f) for f in follow_ups]
+        return make_signature(
+            model=self.loaded.name,
+            revision=self.loaded.revision,
+            dtype=str(self.loaded.dtype).removeprefix("torch."),
+            rendering=self.rendering,
+            truncation=self._truncation_tag(self._context_limit(targets)),
+            max_turns=self.max_turns,
+            follow_ups=follow_ups,
+            aggregation=self.aggregation,
+            level=level,
+        )
+
+    # -- scoring ------------------------------------------------------------------------------
+    def score(
+        self,
+        contexts: Sequence[Sequence[str]],
+        responses: Sequence[str] | None = None,
+        *,
+        follow_ups: str | Sequence[str] | None = None,
+        batch_size: int | None = None,
+        progress: bool | None = None,
+        engine: str = "batched",
+    ) -> FullResult:
+        """Score dialogs. Turn level: ``contexts`` (lists of turns) and their ``responses``.
+        Dialog level: ``contexts`` are whole dialogs and ``responses`` is ``None``.
+
+        ``follow_ups`` and ``batch_size`` override the scorer's for this call. ``engine="oracle"``
+        scores one follow-up per forward pass without batching (the test oracle).
+
+        Raises:
+            TypeError, ValueError: bad input, naming the item, before any model work.
+        """
+        dialogs = check_dialogs(contexts, responses)
+        fus = self.follow_ups if follow_ups is None else resolve_follow_ups(follow_ups)
+        size = self.batch_size if batch_size is None else _check_batch_size(batch_size)
+        if engine not in ENGINES:
+            raise ValueError(f"unknown engine {engine!r}; choose one of {ENGINES}")
+        show = self.progress if progress is None else progress
+        level = "dialog" if responses is None else "turn"
+        if level == "turn":
+            dialogs = [d[:-1][-self.max_turns :] + d[-1:] for d in dialogs]
+        else:
+            dialogs = [d[-self.max_turns :] for d in dialogs]
+
+        targets = [self.renderer.target_ids(f) for f in fus]
+        limit = self._context_limit(targets)
+        encoded = [self.renderer.encode(d, limit) for d in dialogs]
+        unique: dict[tuple[int, ...], int] = {}
+        for e in encoded:
+            unique.setdefault(e.context_ids, len(unique))
+        contexts_ids = list(unique)
+        if engine == "oracle":
+            values = [oracle_log_likelihoods(self.model, c, targets) for c in tqdm(contexts_ids, disable=not show)]
+        else:
+            values = self._batched(contexts_ids, targets, size, show)
+        per_dialog = [values[unique[e.context_ids]] for e in encoded]
+        counts = [len(t) for t in targets]
+        return FullResult(
+            scores=[aggregate([ll for ll, _ in v], counts, self.aggregation) for v in per_dialog],
+            follow_up_log_likelihoods=[[ll for ll, _ in v] for v in per_dialog],
+            follow_up_token_counts=counts,
+            follow_ups=tuple(fus),
+            dropped_tokens=[e.dropped_tokens for e in encoded],
+            signature=self.signature(fus, level),
+        )
+
+    def _batched(
+        self, contexts: list[tuple[int, ...]], targets: list[tuple[int, ...]], batch_size: int, show: bool
+    ) -> list[list[LogLik]]:
+        """Length-sorted batches (longest first, so memory trouble shows at once), input order restored."""
+        order = sorted(range(len(contexts)), key=lambda i: -len(contexts[i]))
+        out: list[list[LogLik]] = [[] for _ in contexts]
+        done = 0
+        with tqdm(total=len(contexts), disable=not show, desc="FULL", unit="dialog") as bar:
+            while done < len(order):
+                chunk = order[done : done + batch_size]
+                try:
+                    values = batched_log_likelihoods(self.model, [contexts[i] for i in chunk], targets, self.pad_id)
+                except torch.OutOfMemoryError:
+                    if batch_size == 1:
+                        raise
+                    batch_size = max(1, batch_size // 2)
+                    logger.warning("out of memory: batch size lowered to %d", batch_size)
+                    if torch.cuda.is_available():
+                        torch.cuda.empty_cache()
+                    continue
+                for i, v in zip(chunk, values):
+                    out[i] = v
+                done += len(chunk)
+                bar.update(len(chunk))
+        return out

@@ -1,0 +1,56 @@
+"""How each family renders a dialog, and which tokens get scored."""
+
+from __future__ import annotations
+
+import pytest
+
+from full_metric.rendering import Renderer, default_rendering
+
+
+def test_default_rendering_per_family():
+    assert default_rendering("blenderbot", "facebook/blenderbot-400M-distill", True) == "blenderbot"
+    assert default_rendering("blenderbot-small", "facebook/blenderbot_small-90M", True) == "blenderbot"
+    assert default_rendering("t5", "google/flan-t5-small", True) == "seq2seq"
+    assert default_rendering("gpt2", "microsoft/DialoGPT-medium", False) == "eos"
+    assert default_rendering("gpt2", "gpt2", False) == "speaker"
+
+
+def test_texts(tokenizer):
+    turns = ["Hi!", "Hello, who is this?", "It's me."]
+    bb = Renderer(tokenizer, "blenderbot", True)
+    assert bb.context_text(turns) == " Hi!  Hello, who is this?   It's me."
+    assert bb.target_text("Huh?") == " Huh?"
+    sp = Renderer(tokenizer, "speaker", False)
+    assert sp.context_text(turns) == "B: Hi!\nA: Hello, who is this?\nB: It's me.\nA:"
+    assert sp.target_text("Huh?") == " Huh?\n"
+    assert Renderer(tokenizer, "plain", False).context_text(turns) == "Hi!\nHello, who is this?\nIt's me.\n"
+    assert Renderer(tokenizer, "eos", False).context_text(turns[:2]) == "Hi!</s>Hello, who is this?</s>"
+    assert Renderer(tokenizer, "reference", True).context_text(turns) == " \tHi!\tHello, who is this?\tIt's me."
+
+
+def test_chat_template_scores_follow_up_and_end_of_turn(tokenizer):
+    tok = tokenizer.__class__.from_pretrained(tokenizer.name_or_path)
+    tok.chat_template = "{% for m in messages %}<s>{{ m['role'] }}: {{ m['content'] }}</s>\n{% endfor %}"
+    chat = Renderer(tok, "chat_template", False)
+    assert chat.context_text(["Hi!", "Hello."]) == "<s>user: Hi!</s>\n<s>assistant: Hello.</s>\n<s>user: "
+    ids = chat.target_ids("Huh?")
+    assert ids[-1] == tok.eos_token_id and tok.decode(ids) == "Huh?</s>"
+
+
+def test_seq2seq_targets_are_formatted_by_the_tokenizer(tokenizer):
+    ids = Renderer(tokenizer, "blenderbot", True).target_ids("Huh?")
+    assert ids[-1] == tokenizer.eos_token_id
+
+
+def test_left_truncation_keeps_special_tokens(tokenizer):
+    bb = Renderer(tokenizer, "blenderbot", True)
+    encoded = bb.encode(["old " * 100, "the newest turn"], 12)
+    assert len(encoded.context_ids) == 12 and encoded.context_ids[-1] == tokenizer.eos_token_id
+    assert tokenizer.decode(encoded.context_ids).endswith("the newest turn</s>")
+
+
+def test_unknown_rendering(tokenizer):
+    with pytest.raises(ValueError, match="unknown rendering"):
+        Renderer(tokenizer, "fancy", True)
+    with pytest.raises(ValueError, match="needs a tokenizer with a chat template"):
+        Renderer(tokenizer, "chat_template", False)

@@ -1,0 +1,98 @@
+"""Results, aggregations, signatures and model loading."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from full_metric import PAPER_FIVE, FullScorer
+from full_metric.aggregate import aggregate
+from full_metric.models import load_model, resolve_device
+
+
+@pytest.fixture(scope="module")
+def scorer(tiny_blenderbot_path):
+    return FullScorer(tiny_blenderbot_path, device="cpu", progress=False)
+
+
+def test_result_fields(scorer):
+    result = scorer.score([["Hi!"], ["How are you?", "Good."]], ["Hello.", "Nice."])
+    assert len(result) == 2
+    assert result.follow_ups == PAPER_FIVE
+    assert all(len(v) == 5 and all(x < 0 for x in v) for v in result.follow_up_log_likelihoods)
+    assert len(result.follow_up_token_counts) == 5
+    for score, values in zip(result.scores, result.follow_up_log_likelihoods):
+        assert score == pytest.approx(-sum(values))  # the paper's equation (1), sign turned
+    assert result.mean == pytest.approx(sum(result.scores) / 2)
+    assert result.to_dict()["mean"] == result.mean
+
+
+def test_aggregations():
+    lls, counts = [-6.0, -2.0], [3, 2]
+    assert aggregate(lls, counts, "sum") == 8.0
+    assert aggregate(lls, counts, "mean") == pytest.approx(1.5)
+    assert aggregate(lls, counts, "perplexity") == pytest.approx((math.exp(2) + math.exp(1)) / 2)
+
+
+def test_aggregation_changes_score_not_log_likelihoods(tiny_blenderbot_path, scorer):
+    mean = FullScorer(tiny_blenderbot_path, device="cpu", progress=False, aggregation="mean")
+    a = scorer.score([["Hi!"]], ["Hello."])
+    b = mean.score([["Hi!"]], ["Hello."])
+    assert a.follow_up_log_likelihoods == b.follow_up_log_likelihoods
+    assert a.scores != b.scores and "agg:mean" in b.signature
+
+
+def test_signature_covers_settings(scorer):
+    sig = scorer.score([["Hi!"]], ["Hello."]).signature
+    for part in ("full:0.1.0", "model:", "@sha256:", "dtype:float32", "render:blenderbot", "trunc:left-128",
+                 "turns:50", "fu:paper-5-", "agg:sum", "level:turn"):
+        assert part in sig
+    other = scorer.score([["Hi!"]], ["Hello."], follow_ups=["Huh?"]).signature
+    assert "fu:custom-1-" in other and other != sig
+    assert "level:dialog" in scorer.score([["Hi!"]]).signature
+
+
+def test_dialog_level_scores_whole_dialog(scorer):
+    turn = scorer.score([["Hi!"]], ["Hello."])
+    dialog = scorer.score([["Hi!", "Hello."]])
+    assert turn.scores == pytest.approx(dialog.scores)
+
+
+def test_bfloat16_close_to_float32(tiny_blenderbot_path, scorer):
+    half = FullScorer(tiny_blenderbot_path, device="cpu", dtype="bfloat16", progress=False)
+    a = scorer.score([["Hi there, how was the trip?"]], ["It was long but lovely."])
+    b = half.score([["Hi there, how was the trip?"]], ["It was long but lovely."])
+    assert "dtype:bfloat16" in b.signature
+    per_token = [abs(x - y) / n for x, y, n in zip(a.follow_up_log_likelihoods[0], b.follow_up_log_likelihoods[0],
+                                                   a.follow_up_token_counts)]
+    assert max(per_token) < 0.1
+
+
+def test_load_injected_and_local(tiny_blenderbot_path, tokenizer):
+    from transformers import AutoModelForSeq2SeqLM
+
+    model = AutoModelForSeq2SeqLM.from_pretrained(tiny_blenderbot_path)
+    injected = FullScorer(model, tokenizer=tokenizer, device="cpu", progress=False)
+    local = FullScorer(str(tiny_blenderbot_path), device="cpu", progress=False)
+    assert injected.score([["Hi!"]], ["Yo."]).scores == pytest.approx(local.score([["Hi!"]], ["Yo."]).scores)
+    assert not model.training
+
+
+def test_resolve_device():
+    assert resolve_device("cpu") == torch.device("cpu")
+    expected = "cuda" if torch.cuda.is_available() else None
+    assert resolve_device(None).type in ((expected,) if expected else ("mps", "cpu"))
+
+
+def test_progress_bar_can_be_turned_off(scorer, capsys):
+    scorer.score([["Hi!"]], ["Hello."], progress=False)
+    assert "FULL" not in capsys.readouterr().err
+    scorer.score([["Hi!"]], ["Hello."], progress=True)
+    assert "FULL" in capsys.readouterr().err
+
+
+def test_load_model_dtype(tiny_blenderbot_path):
+    loaded = load_model(tiny_blenderbot_path, device="cpu", dtype="bfloat16")
+    assert loaded.dtype == torch.bfloat16 and loaded.max_positions == 128
