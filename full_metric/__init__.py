@@ -8,7 +8,19 @@ from .result import FullResult
 from .scorer import PRESETS, FullScorer
 from .version import __version__
 
+
+
+def __getattr__(name: str):
+    """``full_metric.FULL``, the evaluate metric, imported on first use (the core needs no evaluate)."""
+    if name == "FULL":
+        from .metric import FULL
+
+        return FULL
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
+    "FULL",
     "AGGREGATIONS",
     "CANDIDATES",
     "DEFAULT_MODEL",

@@ -97,12 +97,14 @@ def load_model(
 ) -> LoadedModel:
     """Load (or adopt) a model and tokenizer, put the model in eval mode on ``device``.
 
-    ``model`` is a Hub id, a local folder, or an already loaded ``transformers`` model (then
-    ``tokenizer`` is required). ``gguf_file`` names a GGUF file inside that folder or repository,
+    ``model`` is a Hub id, a local folder, an already loaded ``transformers`` model (then
+    ``tokenizer`` is required), or a :class:`LoadedModel` (used as it is: shared, not copied). ``gguf_file`` names a GGUF file inside that folder or repository,
     or is the path of one (then ``model`` is ignored).
     """
     target_device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype)
+    if isinstance(model, LoadedModel):
+        return model
     if not isinstance(model, (str, os.PathLike)):
         if tokenizer is None:
             raise ValueError("an already loaded model needs its tokenizer: pass tokenizer=")

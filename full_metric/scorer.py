@@ -29,10 +29,39 @@ ENGINES = ("batched", "oracle")
 DEFAULT_BATCH_SIZE = 16
 
 
-def _check_batch_size(batch_size: Any) -> int:
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-    return batch_size
+def _check_positive(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def check_batch_size(batch_size: Any) -> int:
+    """Return ``batch_size`` if it is a positive integer, else raise ``ValueError``."""
+    return _check_positive(batch_size, "batch_size")
+
+
+def check_settings(
+    *,
+    follow_ups: str | Sequence[str] | None = None,
+    aggregation: str | None = None,
+    preset: str | None = None,
+    batch_size: int | None = None,
+    context_budget: int | None = None,
+    max_turns: int = 50,
+) -> dict[str, Any]:
+    """Validate the scorer's settings that need no model; return them resolved against the preset."""
+    preset = preset or "paper"
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
+    defaults = PRESETS[preset]
+    return {
+        "preset": preset,
+        "follow_ups": resolve_follow_ups(follow_ups, defaults["follow_ups"]),
+        "aggregation": check_aggregation(aggregation or defaults["aggregation"]),
+        "batch_size": check_batch_size(DEFAULT_BATCH_SIZE if batch_size is None else batch_size),
+        "context_budget": None if context_budget is None else _check_positive(context_budget, "context_budget"),
+        "max_turns": _check_positive(max_turns, "max_turns"),
+    }
 
 
 class FullScorer:
@@ -83,19 +112,16 @@ class FullScorer:
         max_turns: int = 50,
         progress: bool = True,
     ):
-        self.preset = preset or "paper"
-        if self.preset not in PRESETS:
-            raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
-        settings = PRESETS[self.preset]
-        self.follow_ups = resolve_follow_ups(follow_ups, settings["follow_ups"])
-        self.aggregation = check_aggregation(aggregation or settings["aggregation"])
-        self.batch_size = _check_batch_size(batch_size if batch_size is not None else DEFAULT_BATCH_SIZE)
-        if context_budget is not None and (not isinstance(context_budget, int) or context_budget < 1):
-            raise ValueError(f"context_budget must be a positive integer, got {context_budget!r}")
-        if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
-            raise ValueError(f"max_turns must be a positive integer, got {max_turns!r}")
-        self.context_budget = context_budget
-        self.max_turns = max_turns
+        checked = check_settings(
+            follow_ups=follow_ups, aggregation=aggregation, preset=preset, batch_size=batch_size,
+            context_budget=context_budget, max_turns=max_turns,
+        )
+        self.preset: str = checked["preset"]
+        self.follow_ups: tuple[str, ...] = checked["follow_ups"]
+        self.aggregation: str = checked["aggregation"]
+        self.batch_size: int = checked["batch_size"]
+        self.context_budget: int | None = checked["context_budget"]
+        self.max_turns: int = checked["max_turns"]
         self.progress = progress
         self.loaded = load_model(
             model, tokenizer=tokenizer, gguf_file=gguf_file, device=device, dtype=dtype, revision=revision
@@ -103,7 +129,7 @@ class FullScorer:
         config = self.loaded.model.config
         self.rendering = (
             rendering
-            or settings["rendering"]
+            or PRESETS[self.preset]["rendering"]
             or default_rendering(config.model_type, self.loaded.name, self.loaded.is_encoder_decoder)
         )
         if self.rendering == "reference" and not self.loaded.is_encoder_decoder:
@@ -180,7 +206,7 @@ class FullScorer:
         """
         dialogs = check_dialogs(contexts, responses)
         fus = self.follow_ups if follow_ups is None else resolve_follow_ups(follow_ups)
-        size = self.batch_size if batch_size is None else _check_batch_size(batch_size)
+        size = self.batch_size if batch_size is None else check_batch_size(batch_size)
         if engine not in ENGINES:
             raise ValueError(f"unknown engine {engine!r}; choose one of {ENGINES}")
         show = self.progress if progress is None else progress

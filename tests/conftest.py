@@ -11,6 +11,8 @@ import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TINY_BLENDERBOT = FIXTURES / "tiny-blenderbot"

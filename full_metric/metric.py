@@ -1,0 +1,249 @@
+"""FULL as an ``evaluate`` metric: a thin layer over :class:`~full_metric.FullScorer`.
+
+Turn level (config ``"default"`` or ``"turn"``): ``compute(predictions=responses, references=contexts)``.
+Dialog level (config ``"dialog"``): ``compute(predictions=dialogs)``. A context or dialog may be a
+list of turns or one string with a turn per line; strings are split here, before evaluate's own
+feature casting could turn them into lists of characters.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import datasets
+import evaluate
+
+from .follow_ups import resolve_follow_ups
+from .inputs import check_dialogs
+from .models import DEFAULT_MODEL, LoadedModel, load_model, resolve_device, resolve_dtype
+from .scorer import FullScorer, check_batch_size, check_settings
+from .turns import split_turns, strip_speaker
+
+_CITATION = """\
+@inproceedings{de-bruyn-etal-2022-open,
+  title     = {Open-Domain Dialog Evaluation using Follow-Ups Likelihood},
+  author    = {De Bruyn, Maxime and Lotfi, Ehsan and Buhmann, Jeska and Daelemans, Walter},
+  booktitle = {Proceedings of the 29th International Conference on Computational Linguistics},
+  year      = {2022},
+  publisher = {International Committee on Computational Linguistics},
+  note      = {arXiv:2209.05185},
+}
+"""
+
+_DESCRIPTION = """\
+FULL (Follow-Up Log-Likelihood) scores a dialog response without a reference answer. A language
+model (by default facebook/blenderbot-400M-distill) reads the dialog, the context turns plus the
+response, and gives a log-likelihood to five negative follow-ups such as "Not really relevant
+here." and "What are you trying to say?". Likely complaints mean a poor response. The score is
+the paper's equation (1), the sum of the follow-ups' log-likelihoods, with its sign turned:
+higher is better. The paper reports Spearman 0.51 (turn level) and 0.69 (dialog level) with
+human Overall ratings on FED.
+"""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    predictions: turn level: the responses, one string each. Dialog level (config "dialog"):
+        the dialogs, each a list of turns or one string with a turn per line.
+    references: turn level only: the context of each response, a list of turns (possibly
+        empty) or one string with a turn per line.
+    batch_size: dialogs per forward pass for this call (optional).
+    follow_ups: a list of follow-ups or a built-in set name, for this call (optional).
+    progress: show a progress bar (optional).
+    strip_speaker_prefixes: remove "User: " / "System: " style labels from turns (optional).
+
+Settings of ``evaluate.load("full", ...)`` (the scorer's names): model, gguf_file, follow_ups,
+aggregation ("sum", "mean", "perplexity"), preset ("paper", "reference"), device, dtype,
+batch_size, model_revision, rendering, context_budget, max_turns, strip_speaker_prefixes, progress.
+
+Returns:
+    full: the corpus score, the mean of the per-example scores (higher is better).
+    scores: one score per example.
+    follow_up_log_likelihoods: per example, log p(follow-up | dialog) for each follow-up.
+    follow_ups: the follow-ups, in the order of the log-likelihoods.
+    signature: every setting that changes a score.
+
+Examples:
+    Turn level, contexts as lists of turns or as one string:
+
+    >>> import evaluate
+    >>> full = evaluate.load("full", progress=False)
+    >>> results = full.compute(
+    ...     predictions=["It was great, I went hiking.", "The capital of Australia is Canberra."],
+    ...     references=[["Hi!", "How was your weekend?"], "Hi!\\nHow was your weekend?"],
+    ... )
+    >>> sorted(results)
+    ['follow_up_log_likelihoods', 'follow_ups', 'full', 'scores', 'signature']
+    >>> len(results["scores"]), len(results["follow_up_log_likelihoods"][0])
+    (2, 5)
+
+    Dialog level, FED-style text with speaker labels:
+
+    >>> full_dialog = evaluate.load("full", "dialog", strip_speaker_prefixes=True, progress=False)
+    >>> results = full_dialog.compute(predictions=["User: Hi!\\nSystem: Hello! How are you?\\nUser: Fine."])
+    >>> results["signature"].split("|")[-1]
+    'level:dialog'
+"""
+
+CONFIGS = ("default", "turn", "dialog")
+_LOADED: dict[tuple[str, ...], LoadedModel] = {}
+
+
+def _shared_model(model: str, gguf_file: str | None, revision: str | None, device: Any, dtype: Any) -> LoadedModel:
+    """One loaded model per (model, GGUF file, revision, device, dtype), shared by all instances."""
+    resolved_dtype = resolve_dtype(dtype)
+    key = (str(model), str(gguf_file), str(revision), str(resolve_device(device)), str(resolved_dtype))
+    if key not in _LOADED:
+        _LOADED[key] = load_model(model, gguf_file=gguf_file, revision=revision, device=device, dtype=resolved_dtype)
+    return _LOADED[key]
+
+
+def _as_turns(value: Any, strip: bool) -> Any:
+    """A context or dialog as a list of turns; anything else is left for the checks to name."""
+    turns = split_turns(value) if isinstance(value, str) else value
+    if strip and isinstance(turns, (list, tuple)):
+        turns = [strip_speaker(t) if isinstance(t, str) else t for t in turns]
+    return turns
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class FULL(evaluate.Metric):
+    """The FULL metric. Settings as keyword arguments (see ``_KWARGS_DESCRIPTION``)."""
+
+    def __init__(
+        self,
+        config_name: str | None = None,
+        *,
+        model: str | None = None,
+        gguf_file: str | None = None,
+        follow_ups: str | Sequence[str] | None = None,
+        aggregation: str | None = None,
+        preset: str | None = None,
+        device: str | None = None,
+        dtype: str | None = None,
+        batch_size: int | None = None,
+        model_revision: str | None = None,
+        rendering: str | None = None,
+        context_budget: int | None = None,
+        max_turns: int = 50,
+        strip_speaker_prefixes: bool = False,
+        progress: bool = True,
+        **kwargs: Any,
+    ):
+        super().__init__(config_name=config_name, **kwargs)
+        check_settings(
+            follow_ups=follow_ups, aggregation=aggregation, preset=preset, batch_size=batch_size,
+            context_budget=context_budget, max_turns=max_turns,
+        )
+        resolve_dtype(dtype)
+        self._model_settings = {
+            "model": model, "gguf_file": gguf_file, "revision": model_revision, "device": device, "dtype": dtype,
+        }
+        self._scorer_settings = {
+            "follow_ups": follow_ups, "aggregation": aggregation, "preset": preset, "batch_size": batch_size,
+            "rendering": rendering, "context_budget": context_budget, "max_turns": max_turns, "progress": progress,
+        }
+        self.strip_speaker_prefixes = strip_speaker_prefixes
+        self._scorer: FullScorer | None = None
+
+    @property
+    def dialog_level(self) -> bool:
+        return self.config_name == "dialog"
+
+    def _info(self) -> evaluate.MetricInfo:
+        if self.config_name not in CONFIGS:
+            raise ValueError(f"unknown config {self.config_name!r}; choose one of {CONFIGS}")
+        turns = datasets.Sequence(datasets.Value("string"))
+        if self.config_name == "dialog":
+            features = datasets.Features({"predictions": turns})
+        else:
+            features = datasets.Features({"predictions": datasets.Value("string"), "references": turns})
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=features,
+            homepage="https://arxiv.org/abs/2209.05185",
+            codebase_urls=["https://github.com/maximedb/full"],
+            reference_urls=["https://aclanthology.org/2022.coling-1.41"],
+        )
+
+    # -- the scorer, loaded once ---------------------------------------------------------------
+    def _download_and_prepare(self, dl_manager: Any) -> None:
+        self.scorer  # noqa: B018 -- load the model with evaluate.load, as comet does
+
+    @property
+    def scorer(self) -> FullScorer:
+        """The scorer, built on first use around the shared loaded model."""
+        if self._scorer is None:
+            settings = dict(self._model_settings)
+            loaded = _shared_model(settings.pop("model") or DEFAULT_MODEL, **settings)
+            self._scorer = FullScorer(loaded, **self._scorer_settings)
+        return self._scorer
+
+    # -- input checks and normalisation, before evaluate stores anything -----------------------
+    def _prepare(self, predictions: Any, references: Any, strip: bool | None) -> tuple[Any, Any]:
+        strip = self.strip_speaker_prefixes if strip is None else strip
+        if self.dialog_level:
+            if references is not None:
+                raise ValueError("the 'dialog' config scores whole dialogs: pass them as predictions, no references")
+            if isinstance(predictions, (str, bytes)) or not isinstance(predictions, Sequence):
+                raise TypeError(f"predictions must be a list of dialogs, got {type(predictions).__name__}")
+            dialogs = [_as_turns(p, strip) for p in predictions]
+            check_dialogs(dialogs)
+            return dialogs, None
+        if isinstance(references, (str, bytes)) or not isinstance(references, Sequence):
+            raise TypeError(f"references must be a list of contexts, got {type(references).__name__}")
+        contexts = [_as_turns(r, strip) for r in references]
+        if isinstance(predictions, Sequence) and not isinstance(predictions, (str, bytes)) and strip:
+            predictions = [strip_speaker(p) if isinstance(p, str) else p for p in predictions]
+        check_dialogs(contexts, predictions)
+        return list(predictions), contexts
+
+    def add_batch(self, *, predictions: Any = None, references: Any = None, **kwargs: Any) -> None:
+        """Check, normalise and store a batch of examples.
+"""
+        predictions, references = self._prepare(predictions, references, kwargs.pop("strip_speaker_prefixes", None))
+        super().add_batch(predictions=predictions, references=references, **kwargs)
+
+    def add(self, *, prediction: Any = None, reference: Any = None, **kwargs: Any) -> None:
+        """Check, normalise and store one example.
+"""
+        strip = kwargs.pop("strip_speaker_prefixes", None)
+        if self.dialog_level:
+            (prediction,), _ = self._prepare([prediction], reference, strip)
+        else:
+            (prediction,), (reference,) = self._prepare([prediction], [reference], strip)
+        super().add(prediction=prediction, reference=reference, **kwargs)
+
+    def compute(self, *, predictions: Any = None, references: Any = None, **kwargs: Any) -> dict[str, Any] | None:
+        """Check and normalise the examples (before anything is stored), then score them all.
+"""
+        strip = kwargs.pop("strip_speaker_prefixes", None)
+        if kwargs.get("follow_ups") is not None:
+            resolve_follow_ups(kwargs["follow_ups"])
+        if kwargs.get("batch_size") is not None:
+            check_batch_size(kwargs["batch_size"])
+        if predictions is not None or references is not None:
+            predictions, references = self._prepare(predictions, references, strip)
+        return super().compute(predictions=predictions, references=references, **kwargs)
+
+    def _compute(
+        self,
+        predictions: list[Any],
+        references: list[list[str]] | None = None,
+        batch_size: int | None = None,
+        follow_ups: str | Sequence[str] | None = None,
+        progress: bool | None = None,
+    ) -> dict[str, Any]:
+        options = {"batch_size": batch_size, "follow_ups": follow_ups, "progress": progress}
+        if self.dialog_level:
+            result = self.scorer.score(predictions, None, **options)
+        else:
+            result = self.scorer.score(references, predictions, **options)
+        return {
+            "full": result.mean,
+            "scores": result.scores,
+            "follow_up_log_likelihoods": result.follow_up_log_likelihoods,
+            "follow_ups": list(result.follow_ups),
+            "signature": result.signature,
+        }

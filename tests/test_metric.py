@@ -1,0 +1,235 @@
+"""FULL as an evaluate metric: loading paths, inputs, caching, combine/save/add, distribution."""
+
+from __future__ import annotations
+
+import doctest
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import evaluate
+import pytest
+
+import full_metric
+from full_metric import FullScorer
+from full_metric import metric as metric_module
+
+REPO = Path(__file__).resolve().parent.parent
+CONTEXTS = [["Hi!", "How was your weekend?"], ["I just adopted a puppy!"], []]
+RESPONSES = ["It was great, I went hiking.", "My car needs new tires.", "Hello there."]
+
+
+@pytest.fixture()
+def checkout_named_full(tmp_path):
+    """A folder holding this checkout under the name ``full`` (evaluate's local convention)."""
+    (tmp_path / "full").symlink_to(REPO, target_is_directory=True)
+    return tmp_path
+
+
+@pytest.fixture()
+def count_loads(monkeypatch):
+    calls = []
+    real = metric_module.load_model
+
+    def counting(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(metric_module, "_LOADED", {})
+    monkeypatch.setattr(metric_module, "load_model", counting)
+    return calls
+
+
+@pytest.fixture(scope="module")
+def expected(tiny_blenderbot_path):
+    scorer = FullScorer(tiny_blenderbot_path, device="cpu", progress=False)
+    return scorer.score(CONTEXTS, RESPONSES), scorer.score([c + [r] for c, r in zip(CONTEXTS, RESPONSES)])
+
+
+def _load(path, tiny, *args, **kwargs):
+    return evaluate.load(str(path), *args, model=str(tiny), device="cpu", progress=False, **kwargs)
+
+
+def test_load_by_name_from_parent_folder(checkout_named_full, tiny_blenderbot_path, expected, monkeypatch):
+    monkeypatch.chdir(checkout_named_full)
+    full = _load("full", tiny_blenderbot_path)
+    assert isinstance(full, evaluate.EvaluationModule)
+    assert full.compute(predictions=RESPONSES, references=CONTEXTS)["scores"] == pytest.approx(expected[0].scores)
+
+
+@pytest.mark.parametrize("how", ["script", "folder"])
+def test_load_by_path(how, checkout_named_full, tiny_blenderbot_path, expected):
+    path = REPO / "full.py" if how == "script" else checkout_named_full / "full"
+    full = _load(path, tiny_blenderbot_path)
+    assert full.compute(predictions=RESPONSES, references=CONTEXTS)["full"] == pytest.approx(expected[0].mean)
+
+
+def test_direct_class_and_outputs(tiny_blenderbot_path, expected):
+    full = full_metric.FULL(model=str(tiny_blenderbot_path), device="cpu", progress=False)
+    out = full.compute(predictions=RESPONSES, references=CONTEXTS)
+    assert set(out) == {"full", "scores", "follow_up_log_likelihoods", "follow_ups", "signature"}
+    for got, want in zip(out["follow_up_log_likelihoods"], expected[0].follow_up_log_likelihoods, strict=True):
+        assert got == pytest.approx(want)
+    assert out["signature"] == expected[0].signature
+    assert out["follow_ups"] == list(full_metric.PAPER_FIVE)
+
+
+def test_missing_package_gives_install_hint(monkeypatch):
+    monkeypatch.setitem(sys.modules, "full_metric", None)
+    with pytest.raises(ImportError, match="pip install full-metric"):
+        evaluate.load(str(REPO / "full.py"))
+
+
+def test_dialog_config(checkout_named_full, tiny_blenderbot_path, expected):
+    full = _load(checkout_named_full / "full", tiny_blenderbot_path, "dialog")
+    dialogs = [c + [r] for c, r in zip(CONTEXTS, RESPONSES)]
+    out = full.compute(predictions=dialogs)
+    assert out["scores"] == pytest.approx(expected[1].scores)
+    assert out["signature"].endswith("level:dialog")
+    as_text = full.compute(predictions=["\n".join(d) for d in dialogs])
+    assert as_text["scores"] == pytest.approx(expected[1].scores)
+
+
+@pytest.mark.parametrize("first", ["list", "string"])
+def test_mixed_string_and_list_contexts_are_not_corrupted(first, tiny_blenderbot_path, expected):
+    full = full_metric.FULL(model=str(tiny_blenderbot_path), device="cpu", progress=False)
+    refs = [c if (i % 2 == 0) == (first == "list") else "\n".join(c) for i, c in enumerate(CONTEXTS)]
+    out = full.compute(predictions=RESPONSES, references=refs)
+    assert out["scores"] == pytest.approx(expected[0].scores)
+    full.add_batch(predictions=RESPONSES, references=refs)
+    assert full.compute()["scores"] == pytest.approx(expected[0].scores)
+
+
+def test_speaker_prefixes_removed_when_asked(tiny_blenderbot_path, expected):
+    full = full_metric.FULL(model=str(tiny_blenderbot_path), device="cpu", progress=False)
+    refs = ["\n".join(f"{'User' if i % 2 == 0 else 'System'}: {t}" for i, t in enumerate(c)) for c in CONTEXTS]
+    preds = [f"System: {r}" for r in RESPONSES]
+    stripped = full.compute(predictions=preds, references=refs, strip_speaker_prefixes=True)
+    assert stripped["scores"] == pytest.approx(expected[0].scores)
+    kept = full.compute(predictions=preds, references=refs)
+    assert kept["scores"] != pytest.approx(expected[0].scores)
+
+
+def test_model_loaded_once(count_loads, checkout_named_full, tiny_blenderbot_path):
+    a = _load(checkout_named_full / "full", tiny_blenderbot_path)
+    a.compute(predictions=RESPONSES, references=CONTEXTS)
+    a.compute(predictions=RESPONSES, references=CONTEXTS, batch_size=1, follow_ups=["Huh?"])
+    b = _load(REPO / "full.py", tiny_blenderbot_path, aggregation="mean")
+    b.compute(predictions=RESPONSES, references=CONTEXTS)
+    assert len(count_loads) == 1
+    c = _load(REPO / "full.py", tiny_blenderbot_path, dtype="bfloat16")
+    c.compute(predictions=RESPONSES, references=CONTEXTS)
+    assert len(count_loads) == 2  # the dtype changes scores, so it is part of the key
+
+
+def test_compute_time_follow_ups(tiny_blenderbot_path):
+    full = full_metric.FULL(model=str(tiny_blenderbot_path), device="cpu", progress=False)
+    out = full.compute(predictions=RESPONSES, references=CONTEXTS, follow_ups=["Huh?", "What?"])
+    assert out["follow_ups"] == ["Huh?", "What?"] and len(out["follow_up_log_likelihoods"][0]) == 2
+
+
+def test_add_and_add_batch(tiny_blenderbot_path, expected):
+    full = full_metric.FULL(model=str(tiny_blenderbot_path), device="cpu", progress=False)
+    full.add(prediction=RESPONSES[0], reference=CONTEXTS[0])
+    full.add_batch(predictions=RESPONSES[1:], references=CONTEXTS[1:])
+    assert full.compute()["scores"] == pytest.approx(expected[0].scores)
+
+
+class ResponseLength(evaluate.Metric):
+    """A simple metric to combine with: the mean response length in words."""
+
+    def _info(self):
+        import datasets
+
+        return evaluate.MetricInfo(
+            description="mean response length", citation="", inputs_description="",
+            features=datasets.Features(
+                {"predictions": datasets.Value("string"), "references": datasets.Sequence(datasets.Value("string"))}
+            ),
+        )
+
+    def _compute(self, predictions, references):
+        return {"length": sum(len(p.split()) for p in predictions) / len(predictions)}
+
+
+def test_combine_and_save(tiny_blenderbot_path, expected, tmp_path):
+    full = full_metric.FULL(model=str(tiny_blenderbot_path), device="cpu", progress=False)
+    combined = evaluate.combine([full, ResponseLength()])
+    out = combined.compute(predictions=RESPONSES, references=CONTEXTS)
+    assert out["full"] == pytest.approx(expected[0].mean)
+    assert out["length"] == pytest.approx(sum(len(r.split()) for r in RESPONSES) / 3)
+    saved = evaluate.save(str(tmp_path), **out)
+    assert json.loads(Path(saved).read_text())["scores"] == pytest.approx(expected[0].scores)
+
+
+@pytest.mark.parametrize(
+    "kwargs,error,message",
+    [
+        ({"predictions": RESPONSES[:2], "references": CONTEXTS}, ValueError, "3 contexts but 2 responses"),
+        ({"predictions": ["ok", "", "ok"], "references": CONTEXTS}, ValueError, r"responses\[1\] is empty"),
+        ({"predictions": ["ok", None, "ok"], "references": CONTEXTS}, TypeError, r"responses\[1\] must be a string"),
+        ({"predictions": RESPONSES, "references": [["a"], [None], []]}, TypeError, r"contexts\[1\]\[0\]"),
+        ({"predictions": RESPONSES, "references": [["a"], 5, []]}, TypeError, r"contexts\[1\] must be a list"),
+        ({"predictions": RESPONSES, "references": "one string"}, TypeError, "references must be a list"),
+        ({"predictions": RESPONSES, "references": CONTEXTS, "batch_size": 0}, ValueError, "batch_size"),
+        ({"predictions": RESPONSES, "references": CONTEXTS, "follow_ups": []}, ValueError, "follow_ups is empty"),
+    ],
+)
+def test_bad_input_then_good_compute(kwargs, error, message, tiny_blenderbot_path, expected):
+    full = full_metric.FULL(model=str(tiny_blenderbot_path), device="cpu", progress=False)
+    with pytest.raises(error, match=message):
+        full.compute(**kwargs)
+    if set(kwargs) == {"predictions", "references"}:
+        with pytest.raises(error, match=message):
+            full.add_batch(**kwargs)
+    out = full.compute(predictions=RESPONSES, references=CONTEXTS)
+    assert out["scores"] == pytest.approx(expected[0].scores)
+
+
+def test_bad_settings():
+    with pytest.raises(ValueError, match="unknown config"):
+        full_metric.FULL("sentence")
+    with pytest.raises(ValueError, match="unknown aggregation"):
+        full_metric.FULL(aggregation="max")
+    with pytest.raises(ValueError, match="unknown preset"):
+        full_metric.FULL(preset="best")
+
+
+_WORKER = """
+import json, sys
+import full_metric
+rank, cache, model = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+contexts, responses = json.loads(sys.argv[4]), json.loads(sys.argv[5])
+full = full_metric.FULL(model=model, device="cpu", progress=False, num_process=2, process_id=rank,
+                        experiment_id="two-process-test", cache_dir=cache)
+half = slice(0, 2) if rank == 0 else slice(2, None)
+full.add_batch(predictions=responses[half], references=contexts[half])
+print(json.dumps(full.compute()))
+"""
+
+
+def test_two_processes_equal_one(tiny_blenderbot_path, expected, tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    args = [str(tmp_path), str(tiny_blenderbot_path), json.dumps(CONTEXTS), json.dumps(RESPONSES)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _WORKER, str(rank), *args], stdout=subprocess.PIPE, env=env, text=True)
+        for rank in (0, 1)
+    ]
+    outs = [p.communicate(timeout=300)[0].strip().splitlines()[-1] for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    first, second = json.loads(outs[0]), json.loads(outs[1])
+    assert second is None
+    assert first["scores"] == pytest.approx(expected[0].scores)
+    assert first["full"] == pytest.approx(expected[0].mean)
+
+
+def test_docstring_examples_run(checkout_named_full, tiny_blenderbot_path, monkeypatch):
+    monkeypatch.chdir(checkout_named_full)
+    monkeypatch.setattr(metric_module, "DEFAULT_MODEL", str(tiny_blenderbot_path))
+    parser = doctest.DocTestParser()
+    test = parser.get_doctest(metric_module._KWARGS_DESCRIPTION, {}, "_KWARGS_DESCRIPTION", None, 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    runner.run(test)
+    assert test.examples and runner.failures == 0
