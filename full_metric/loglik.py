@@ -7,11 +7,15 @@ whatever the model's dtype.
 - :func:`oracle_log_likelihoods`: one dialog and one follow-up per forward pass, no padding.
   Slow and obviously right; the tests hold every optimised path to it.
 - :func:`batched_log_likelihoods`: many dialogs per pass. Encoder-decoder models encode each
-  dialog once and decode all its follow-ups against that encoding. Decoder-only models pack a
-  dialog's context and all its follow-ups into one row, with an attention mask that lets each
-  follow-up see the context and itself only, and position ids that restart every follow-up
-  where the context ends: the context is computed once and its keys and values are shared by
-  all follow-ups without being copied; logits are computed at follow-up positions only.
+  dialog once. For the BART family (BART, BlenderBot, BlenderBot-small, Marian, Pegasus, mBART)
+  all follow-ups of a dialog are packed into one decoder row, with a block-diagonal causal mask
+  and positions that restart at every follow-up, so the cross-attention keys and values are
+  computed once per dialog and never copied; other encoder-decoders (T5) decode one row per
+  follow-up against a copy of the encoding. Decoder-only models pack a dialog's context and all
+  its follow-ups into one row, with an attention mask that lets each follow-up see the context
+  and itself only, and position ids that restart every follow-up where the context ends: the
+  context is computed once and its keys and values are shared by all follow-ups without being
+  copied; logits are computed at follow-up positions only.
 """
 
 from __future__ import annotations
@@ -79,13 +83,72 @@ def batched_log_likelihoods(
     return _decoder_only_batch(model, contexts, targets, pad_id)
 
 
+#: Encoder-decoder families whose decoder takes learned or sinusoidal positions from an
+#: ``embed_positions(..., position_ids=...)`` call, so that packed follow-ups can restart them.
+PACKABLE_ENCODER_DECODERS = ("bart", "mbart", "plbart", "blenderbot", "blenderbot-small", "marian", "pegasus")
+
+
 def _encoder_decoder_batch(
     model: Any, contexts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]], pad_id: int
 ) -> list[list[LogLik]]:
     device = model.device
-    n_ctx, n_tgt = len(contexts), len(targets)
     enc_ids, enc_mask = _pad(contexts, pad_id, device)
     hidden = model.get_encoder()(input_ids=enc_ids, attention_mask=enc_mask).last_hidden_state
+    if model.config.model_type in PACKABLE_ENCODER_DECODERS:
+        return _packed_decoder(model, hidden, enc_mask, targets)
+    return _repeated_decoder(model, hidden, enc_mask, targets, pad_id)
+
+
+def _segments(targets: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """For the concatenated targets: each token's follow-up index and its offset inside it."""
+    segment = torch.cat([torch.full((len(t),), k) for k, t in enumerate(targets)])
+    offset = torch.cat([torch.arange(len(t)) for t in targets])
+    return segment, offset
+
+
+def _additive_mask(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A 0 / most-negative float mask from a boolean one (valid for eager and SDPA attention)."""
+    mask = torch.zeros(allowed.shape, dtype=dtype)
+    return mask.masked_fill_(~allowed, torch.finfo(dtype).min)
+
+
+def _packed_decoder(
+    model: Any, hidden: torch.Tensor, enc_mask: torch.Tensor, targets: Sequence[Sequence[int]]
+) -> list[list[LogLik]]:
+    device, n_ctx = model.device, hidden.shape[0]
+    start = _decoder_start(model)
+    segment, offset = _segments(targets)
+    width = len(segment)
+    dec_in = torch.tensor([tok for t in targets for tok in (start, *t[:-1])], device=device)
+    labels = torch.tensor([tok for t in targets for tok in t], device=device)
+    allowed = torch.ones(width, width, dtype=torch.bool).tril() & (segment[:, None] == segment[None, :])
+    mask = _additive_mask(allowed, hidden.dtype).to(device).expand(n_ctx, 1, width, width)
+    positions = offset.to(device)
+
+    def restart_positions(module: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        return args, {**kwargs, "position_ids": positions}
+
+    decoder = model.get_decoder()
+    handle = decoder.embed_positions.register_forward_pre_hook(restart_positions, with_kwargs=True)
+    try:
+        logits = model(
+            encoder_outputs=(hidden,),
+            attention_mask=enc_mask,
+            decoder_input_ids=dec_in.expand(n_ctx, -1),
+            decoder_attention_mask=mask,
+        ).logits
+    finally:
+        handle.remove()
+    lp = _token_log_probs(logits, labels.expand(n_ctx, -1))
+    sums = torch.zeros(n_ctx, len(targets), device=device).index_add_(1, segment.to(device), lp).tolist()
+    return [[(sums[i][j], len(targets[j])) for j in range(len(targets))] for i in range(n_ctx)]
+
+
+def _repeated_decoder(
+    model: Any, hidden: torch.Tensor, enc_mask: torch.Tensor, targets: Sequence[Sequence[int]], pad_id: int
+) -> list[list[LogLik]]:
+    device = model.device
+    n_ctx, n_tgt = hidden.shape[0], len(targets)
     start = _decoder_start(model)
     dec_in, dec_mask = _pad([[start, *t[:-1]] for t in targets], pad_id, device)
     labels, _ = _pad(targets, pad_id, device)
@@ -113,8 +176,8 @@ def _decoder_only_batch(
     segment = torch.full((n, width), -1, dtype=torch.long)
     position = torch.zeros((n, width), dtype=torch.long)
     source = torch.zeros((n, len(tail)), dtype=torch.long)  # position whose logits predict each follow-up token
-    tail_segment = torch.cat([torch.full((len(t),), k + 1) for k, t in enumerate(targets)])
-    tail_offset = torch.cat([torch.arange(len(t)) for t in targets])
+    tail_segment, tail_offset = _segments(targets)
+    tail_segment = tail_segment + 1
     for i, c in enumerate(contexts):
         c_len = len(c)
         segment[i, :c_len] = 0
@@ -126,9 +189,7 @@ def _decoder_only_batch(
     causal = torch.ones(width, width, dtype=torch.bool).tril()
     allowed = causal & (k_seg != -1) & ((k_seg == 0) | (k_seg == q_seg))
     allowed |= torch.eye(width, dtype=torch.bool)  # padding rows attend to themselves, never NaN
-    dtype = next(model.parameters()).dtype
-    mask = torch.zeros(n, 1, width, width, dtype=dtype)
-    mask.masked_fill_(~allowed.unsqueeze(1), torch.finfo(dtype).min)
+    mask = _additive_mask(allowed.unsqueeze(1), next(model.parameters()).dtype)
     hidden = model.base_model(
         input_ids=ids, attention_mask=mask.to(device), position_ids=position.to(device)
     ).last_hidden_state

@@ -62,7 +62,18 @@ def _tiny_bart():
     return BartForConditionalGeneration(config).eval()
 
 
-TINY_BUILDERS = {"llama": _tiny_llama, "gpt2": _tiny_gpt2, "bart": _tiny_bart}
+def _tiny_t5():
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    torch.manual_seed(3)
+    config = T5Config(
+        vocab_size=2000, d_model=32, d_ff=64, d_kv=16, num_layers=2, num_heads=2,
+        decoder_start_token_id=1, pad_token_id=1, eos_token_id=2,
+    )
+    return T5ForConditionalGeneration(config).eval()
+
+
+TINY_BUILDERS = {"llama": _tiny_llama, "gpt2": _tiny_gpt2, "bart": _tiny_bart, "t5": _tiny_t5}
 
 
 @pytest.fixture(scope="session")
