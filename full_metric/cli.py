@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import csv
+import json
 import logging
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from .aggregate import AGGREGATIONS
 from .dialog_files import DialogFileError, read_dialogs, read_follow_ups, write_dialogs
@@ -26,6 +28,29 @@ def _follow_ups(value: str | None) -> str | list[str] | None:
     return read_follow_ups(value)
 
 
+def _scorer_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--model", default=DEFAULT_MODEL, help=f"Hub id or local folder (default {DEFAULT_MODEL})")
+    command.add_argument("--gguf-file", help="a GGUF file in the model folder, or a path to one")
+    command.add_argument("--follow-ups", help=f"a file, one follow-up per line, or a set: {', '.join(NAMED_SETS)}")
+    command.add_argument("--aggregation", choices=AGGREGATIONS)
+    command.add_argument("--preset", choices=sorted(PRESETS))
+    command.add_argument("--rendering", choices=RENDERINGS)
+    command.add_argument("--batch-size", type=int)
+    command.add_argument("--device", help="cuda, mps, cpu... (default: the best available)")
+    command.add_argument("--dtype", choices=("float32", "bfloat16", "float16"))
+    command.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def _rated_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("data", help="FED JSON (.json), or JSON Lines / CSV with the columns named below")
+    command.add_argument("--format", choices=("auto", "fed", "table"), default="auto")
+    command.add_argument("--context-field", default="context")
+    command.add_argument("--response-field", default="response")
+    command.add_argument("--score-field", default="human", help="the human rating column (JSON Lines / CSV)")
+    command.add_argument("--skip-invalid", action="store_true", help="leave out malformed items (and say how many)")
+    command.add_argument("--seed", type=int, default=0)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="full-metric", description="FULL: follow-up log-likelihood dialog scores.")
     parser.add_argument("--version", action="version", version=f"full-metric {__version__}")
@@ -33,28 +58,36 @@ def _parser() -> argparse.ArgumentParser:
     score = commands.add_parser("score", help="score the dialogs of a JSON Lines file")
     score.add_argument("input", help='JSON Lines: {"context": [turns...], "response": "..."} (no response: dialog level)')
     score.add_argument("-o", "--output", required=True, help="JSON Lines out: the input records plus their scores")
-    score.add_argument("--model", default=DEFAULT_MODEL, help=f"Hub id or local folder (default {DEFAULT_MODEL})")
-    score.add_argument("--gguf-file", help="a GGUF file in the model folder, or a path to one")
-    score.add_argument("--follow-ups", help=f"a file, one follow-up per line, or a set: {', '.join(NAMED_SETS)}")
-    score.add_argument("--aggregation", choices=AGGREGATIONS)
-    score.add_argument("--preset", choices=sorted(PRESETS))
-    score.add_argument("--rendering", choices=RENDERINGS)
-    score.add_argument("--batch-size", type=int)
-    score.add_argument("--device", help="cuda, mps, cpu... (default: the best available)")
-    score.add_argument("--dtype", choices=("float32", "bfloat16", "float16"))
-    score.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    _scorer_options(score)
+    corr = commands.add_parser("correlate", help="correlate FULL with human ratings (turn and dialog level)")
+    _rated_options(corr)
+    _scorer_options(corr)
+    corr.add_argument("--aspects", nargs="*", help="aspects to report (default: every rated aspect)")
+    corr.add_argument("--fine-grained", action="store_true", help="also each aspect's category score (63 follow-ups)")
+    corr.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% intervals")
+    corr.add_argument("--json", dest="json_out", help="write the rows as JSON")
+    corr.add_argument("--csv", dest="csv_out", help="write the rows as CSV")
+    corr.add_argument("--plot", help="save a PNG scatter of FULL against the human rating per level")
+    rank = commands.add_parser("rank-follow-ups", help="rank candidate follow-ups by their correlation with people")
+    _rated_options(rank)
+    _scorer_options(rank)
+    rank.add_argument("--candidates", default="all", help="a set name or file of candidates (default: Table 3's 63)")
+    rank.add_argument("--aspect", default=None, help="the rating to correlate with (default: Overall, or --score-field)")
+    rank.add_argument("--top-k", type=int, default=5)
+    rank.add_argument("--holdout", type=float, help="select on the rest, report on this held-out fraction")
+    rank.add_argument("-o", "--output", required=True, help="the top-k follow-ups, one per line (a --follow-ups file)")
+    rank.add_argument("--json", dest="json_out", help="write the full ranking as JSON")
+    rank.add_argument("--plot", help="save a PNG bar chart of the follow-ups' correlations")
     return parser
 
 
-def _score(args: argparse.Namespace) -> int:
+def _make_scorer(args: argparse.Namespace) -> Any:
     from .scorer import FullScorer
 
-    records = read_dialogs(args.input)
-    follow_ups = _follow_ups(args.follow_ups)
-    scorer = FullScorer(
+    return FullScorer(
         args.model,
         gguf_file=args.gguf_file,
-        follow_ups=follow_ups,
+        follow_ups=_follow_ups(args.follow_ups),
         aggregation=args.aggregation,
         preset=args.preset,
         rendering=args.rendering,
@@ -63,6 +96,11 @@ def _score(args: argparse.Namespace) -> int:
         dtype=args.dtype,
         progress=not args.no_progress,
     )
+
+
+def _score(args: argparse.Namespace) -> int:
+    records = read_dialogs(args.input)
+    scorer = _make_scorer(args)
     turn_level = bool(records) and records[0].get("response") is not None
     contexts = [r["context"] for r in records]
     result = scorer.score(contexts, [r["response"] for r in records] if turn_level else None)
@@ -75,12 +113,125 @@ def _score(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_rated(args: argparse.Namespace) -> Any:
+    from .rated_files import read_rated
+
+    fields = {"context_field": args.context_field, "response_field": args.response_field, "score_field": args.score_field}
+    data = read_rated(args.data, args.format, args.skip_invalid, **fields)
+    if data.skipped:
+        print(f"skipped {len(data.skipped)} malformed items on request, first: {data.skipped[0]}", file=sys.stderr)
+    if not data.items:
+        raise ValueError(f"{args.data}: no items to score")
+    return data
+
+
+def _correlate(args: argparse.Namespace) -> int:
+    from .human_eval import LEVELS, correlation_rows, score_items
+
+    data = _read_rated(args)
+    scorer = _make_scorer(args)
+    follow_ups = "all" if args.fine_grained else None
+    results = {lvl: score_items(scorer, data.level(lvl), follow_ups) for lvl in LEVELS}
+    if args.fine_grained:  # the FULL score itself stays on the scorer's own follow-ups
+        results = {lvl: _with_main_scores(scorer, r) for lvl, r in results.items()}
+    rows = correlation_rows(data, results, aspects=args.aspects, fine_grained=args.fine_grained,
+                            bootstrap=args.bootstrap, seed=args.seed)
+    print(f"{'level':7} {'aspect':26} {'signal':30} {'n':>4}  {'spearman [95% CI]':24} {'pearson':>8} {'kendall':>8}")
+    for r in rows:
+        ci = f"{r['spearman']:.3f} [{r['spearman_low']:.2f}, {r['spearman_high']:.2f}]"
+        print(f"{r['level']:7} {r['aspect'][:26]:26} {r['signal'][:30]:30} {r['n']:>4}  {ci:24} "
+              f"{r['pearson']:>8.3f} {r['kendall']:>8.3f}")
+    signature = next(r.signature for r in results.values() if r is not None)
+    print(signature, file=sys.stderr)
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps({"signature": signature, "rows": rows}, indent=2))
+    if args.csv_out:
+        with open(args.csv_out, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    if args.plot:
+        from .plots import scatter
+
+        panels = []
+        for level, result in results.items():
+            items = data.level(level)
+            aspect = "Overall" if any("Overall" in i.ratings for i in items) else args.score_field
+            rated = [k for k, item in enumerate(items) if aspect in item.ratings]
+            row = next((r for r in rows if r["level"] == level and r["aspect"] == aspect and r["signal"] == "full"), None)
+            if result is not None and row is not None:
+                panels.append((f"{level} level", [result.scores[k] for k in rated],
+                               [items[k].ratings[aspect] for k in rated], row["spearman"]))
+        scatter(args.plot, panels)
+    return 0
+
+
+def _with_main_scores(scorer: Any, result: Any) -> Any:
+    """A result over all 63 candidates, re-scored on the scorer's own follow-ups (no model work)."""
+    from dataclasses import replace
+
+    from .human_eval import subset_result
+
+    if result is None:
+        return None
+    if not set(scorer.follow_ups) <= set(result.follow_ups):
+        raise ValueError("--fine-grained needs follow-ups taken from Table 3's candidates")
+    return replace(result, scores=subset_result(result, scorer.follow_ups, scorer.aggregation))
+
+
+def _rank(args: argparse.Namespace) -> int:
+    from .human_eval import LEVELS, rank_follow_ups, score_items, split_holdout, subset_result
+
+    data = _read_rated(args)
+    scorer = _make_scorer(args)
+    aspect = args.aspect or ("Overall" if args.format != "table" and args.data.endswith(".json") else args.score_field)
+    candidates = _follow_ups(args.candidates)
+    select, report = split_holdout(data, args.holdout, args.seed) if args.holdout else (data, None)
+    results = {lvl: score_items(scorer, select.level(lvl), candidates) for lvl in LEVELS}
+    ranking = rank_follow_ups(select, results, aspect)
+    top = [row["follow_up"] for row in ranking[: args.top_k]]
+    Path(args.output).write_text("".join(f + "\n" for f in top), encoding="utf-8")
+    print(f"{'rank':>4} {'turn':>6} {'dialog':>6}  follow-up")
+    for position, row in enumerate(ranking, start=1):
+        print(f"{position:>4} {row.get('turn', float('nan')):>6.3f} {row.get('dialog', float('nan')):>6.3f}  {row['follow_up']}")
+    print(f"top {args.top_k} written to {args.output}", file=sys.stderr)
+    summary: dict[str, Any] = {"aspect": aspect, "top": top, "ranking": ranking}
+    if report is not None:
+        from .correlation import correlate
+
+        print(f"held out: {len(report.items)} items (selection on the other {len(select.items)})")
+        held = {lvl: score_items(scorer, report.level(lvl), tuple(dict.fromkeys([*top, *scorer.follow_ups])))
+                for lvl in LEVELS}
+        summary["held_out"] = {}
+        for level, result in held.items():
+            items = report.level(level)
+            rated = [k for k, item in enumerate(items) if aspect in item.ratings]
+            if result is None or len(rated) < 3:
+                continue
+            human = [items[k].ratings[aspect] for k in rated]
+            for name, subset in (("selected", top), ("default", scorer.follow_ups)):
+                values = subset_result(result, subset, scorer.aggregation)
+                rho = correlate([values[k] for k in rated], human, methods=("spearman",), bootstrap=0)["spearman"].value
+                summary["held_out"][f"{level}/{name}"] = rho
+                print(f"held-out {level:6} Spearman, {name} follow-ups: {rho:.3f}")
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(summary, indent=2))
+    if args.plot:
+        from .plots import follow_up_bars
+
+        follow_up_bars(args.plot, ranking, [lvl for lvl in LEVELS if results.get(lvl) is not None])
+    return 0
+
+
+COMMANDS = {"score": _score, "correlate": _correlate, "rank-follow-ups": _rank}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (2 for bad input)."""
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        return _score(args)
+        return COMMANDS[args.command](args)
     except (DialogFileError, ValueError, TypeError) as error:
         print(f"full-metric: error: {error}", file=sys.stderr)
         return 2

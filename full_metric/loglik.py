@@ -11,20 +11,24 @@ whatever the model's dtype.
   all follow-ups of a dialog are packed into one decoder row, with a block-diagonal causal mask
   and positions that restart at every follow-up, so the cross-attention keys and values are
   computed once per dialog and never copied; other encoder-decoders (T5) decode one row per
-  follow-up against a copy of the encoding. Decoder-only models pack a dialog's context and all
-  its follow-ups into one row, with an attention mask that lets each follow-up see the context
-  and itself only, and position ids that restart every follow-up where the context ends: the
-  context is computed once and its keys and values are shared by all follow-ups without being
-  copied; logits are computed at follow-up positions only.
+  follow-up against a copy of the encoding. Decoder-only models run the contexts once
+  (plain causal attention, keys and values kept in the cache), then all follow-ups of a dialog
+  as one row after its cached context, with an attention mask that lets each follow-up see the
+  context and itself only, and positions that restart every follow-up where the context ends:
+  the context's keys and values are shared by all follow-ups without being copied; logits are
+  computed at follow-up positions only.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Sequence
 
 import torch
 
 LogLik = tuple[float, int]
+#: The most logits (rows x positions x vocabulary) held at once by the decoder-only engine.
+LOGIT_BUDGET = 8_000_000
 
 
 def _token_log_probs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -52,11 +56,12 @@ def oracle_log_likelihoods(
         tgt = torch.tensor([list(target)], device=device)
         if model.config.is_encoder_decoder:
             dec_in = torch.tensor([[_decoder_start(model), *target[:-1]]], device=device)
-            logits = model(input_ids=torch.tensor([list(context_ids)], device=device), decoder_input_ids=dec_in).logits
+            ids = torch.tensor([list(context_ids)], device=device)
+            logits = model(input_ids=ids, decoder_input_ids=dec_in, use_cache=False).logits
             lp = _token_log_probs(logits[0], tgt[0])
         else:
             ids = torch.tensor([[*context_ids, *target]], device=device)
-            logits = model(input_ids=ids).logits[0, len(context_ids) - 1 : -1]
+            logits = model(input_ids=ids, use_cache=False).logits[0, len(context_ids) - 1 : -1]
             lp = _token_log_probs(logits, tgt[0])
         out.append((float(lp.sum()), len(target)))
     return out
@@ -136,6 +141,7 @@ def _packed_decoder(
             attention_mask=enc_mask,
             decoder_input_ids=dec_in.expand(n_ctx, -1),
             decoder_attention_mask=mask,
+            use_cache=False,
         ).logits
     finally:
         handle.remove()
@@ -158,47 +164,63 @@ def _repeated_decoder(
         attention_mask=enc_mask[rows],
         decoder_input_ids=dec_in.repeat(n_ctx, 1),
         decoder_attention_mask=dec_mask.repeat(n_ctx, 1),
+        use_cache=False,
     ).logits
     lp = _token_log_probs(logits, labels.repeat(n_ctx, 1)) * dec_mask.repeat(n_ctx, 1)
     sums = lp.sum(-1).view(n_ctx, n_tgt).tolist()
     return [[(sums[i][j], len(targets[j])) for j in range(n_tgt)] for i in range(n_ctx)]
 
 
+def _new_cache(model: Any) -> tuple[str, Any]:
+    """An empty key/value cache and the keyword the model's forward takes it by."""
+    from transformers import DynamicCache
+
+    try:
+        cache = DynamicCache(config=model.config)
+    except TypeError:  # transformers before 4.56
+        cache = DynamicCache()
+    params = inspect.signature(model.base_model.forward).parameters
+    return ("cache" if "cache" in params else "past_key_values"), cache
+
+
 def _decoder_only_batch(
     model: Any, contexts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]], pad_id: int
 ) -> list[list[LogLik]]:
     device = model.device
+    n = len(contexts)
     tail = [t for target in targets for t in target]
-    rows = [[*c, *tail] for c in contexts]
-    ids, _ = _pad(rows, pad_id, device)
-    n, width = ids.shape
-    # segment of every position: 0 = context, k = k-th follow-up, -1 = padding
-    segment = torch.full((n, width), -1, dtype=torch.long)
-    position = torch.zeros((n, width), dtype=torch.long)
-    source = torch.zeros((n, len(tail)), dtype=torch.long)  # position whose logits predict each follow-up token
-    tail_segment, tail_offset = _segments(targets)
-    tail_segment = tail_segment + 1
-    for i, c in enumerate(contexts):
-        c_len = len(c)
-        segment[i, :c_len] = 0
-        segment[i, c_len : c_len + len(tail)] = tail_segment
-        position[i, :c_len] = torch.arange(c_len)
-        position[i, c_len : c_len + len(tail)] = c_len + tail_offset
-        source[i] = torch.where(tail_offset == 0, c_len - 1, c_len + torch.arange(len(tail)) - 1)
-    q_seg, k_seg = segment.unsqueeze(2), segment.unsqueeze(1)
-    causal = torch.ones(width, width, dtype=torch.bool).tril()
-    allowed = causal & (k_seg != -1) & ((k_seg == 0) | (k_seg == q_seg))
-    allowed |= torch.eye(width, dtype=torch.bool)  # padding rows attend to themselves, never NaN
-    mask = _additive_mask(allowed.unsqueeze(1), next(model.parameters()).dtype)
-    hidden = model.base_model(
-        input_ids=ids, attention_mask=mask.to(device), position_ids=position.to(device)
-    ).last_hidden_state
-    picked = hidden.gather(1, source.to(device).unsqueeze(-1).expand(-1, -1, hidden.shape[-1]))
-    logits = _output_logits(model, picked)
+    segment, offset = _segments(targets)
+    lengths = torch.tensor([len(c) for c in contexts])
+    ctx_ids, _ = _pad(contexts, pad_id, device)
+    width = ctx_ids.shape[1]
+    # 1) the contexts, plain causal attention: padding sits after each context, so no real token
+    #    sees it; the keys and values stay in the cache, one copy per dialog
+    key, cache = _new_cache(model)
+    first = model.base_model(input_ids=ctx_ids, use_cache=True, **{key: cache}).last_hidden_state
+    last = first[torch.arange(n, device=device), (lengths - 1).to(device)]  # predicts each follow-up's first token
+    del first
+    # 2) all follow-ups of a dialog in one row after its cached context: each sees the context
+    #    (not its padding) and its own earlier tokens; positions restart where the context ends
+    allowed = torch.zeros(n, len(tail), width + len(tail), dtype=torch.bool)
+    allowed[:, :, :width] = (torch.arange(width)[None, :] < lengths[:, None])[:, None, :]
+    allowed[:, :, width:] = (segment[:, None] == segment[None, :]) & (offset[:, None] >= offset[None, :])
+    mask = _additive_mask(allowed.unsqueeze(1), next(model.parameters()).dtype).to(device)
+    position = (lengths[:, None] + offset[None, :]).to(device)
     tail_ids = torch.tensor(tail, device=device).expand(n, -1)
-    lp = _token_log_probs(logits, tail_ids)
-    seg_index = (tail_segment - 1).to(device)
-    sums = torch.zeros(n, len(targets), device=device).index_add_(1, seg_index, lp).tolist()
+    hidden = model.base_model(
+        input_ids=tail_ids, attention_mask=mask, position_ids=position, use_cache=True, **{key: cache}
+    ).last_hidden_state
+    del cache
+    starts = (offset == 0).to(device)[None, :, None]
+    picked = torch.where(starts, last[:, None, :], torch.cat([last[:, None, :], hidden[:, :-1]], dim=1))
+    # logits at follow-up positions only, a few rows at a time: a large vocabulary makes them big
+    vocab = model.get_output_embeddings().weight.shape[0]
+    step = max(1, LOGIT_BUDGET // (len(tail) * vocab))
+    lp = torch.cat([
+        _token_log_probs(_output_logits(model, picked[i : i + step]), tail_ids[i : i + step])
+        for i in range(0, n, step)
+    ])
+    sums = torch.zeros(n, len(targets), device=device).index_add_(1, segment.to(device), lp).tolist()
     return [[(sums[i][j], len(targets[j])) for j in range(len(targets))] for i in range(n)]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import gc
 import hashlib
 import logging
 import os
@@ -86,6 +88,15 @@ def _revision(source: str, gguf_file: str | None, config: Any) -> str:
     return _file_digest(weights) if weights else "unknown"
 
 
+def _release_freed_memory() -> None:
+    """Collect garbage and hand freed heap memory back to the system (glibc only)."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 def load_model(
     model: str | Any = DEFAULT_MODEL,
     *,
@@ -136,4 +147,6 @@ def _load_pretrained(
     if tokenizer is None:
         tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
     name = source if gguf_file is None else f"{source}/{gguf_file}"
+    if gguf_file is not None:
+        _release_freed_memory()  # de-quantizing leaves large freed buffers in the process
     return LoadedModel(model, tokenizer, name, revision or _revision(source, gguf_file, model.config))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
 from .follow_ups import NAMED_SETS
@@ -57,6 +57,9 @@ class FullResult:
         follow_ups: the follow-ups used.
         dropped_tokens: per dialog, how many context tokens truncation removed.
         signature: every setting that changes a score.
+        category_scores: per FED category whose follow-ups are all in ``follow_ups`` (for
+            example with ``follow_ups="all"``), one fine-grained score per dialog
+            (see :mod:`full_metric.fine_grained`); empty otherwise.
     """
 
     scores: list[float]
@@ -65,6 +68,7 @@ class FullResult:
     follow_ups: tuple[str, ...]
     dropped_tokens: list[int]
     signature: str
+    category_scores: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def mean(self) -> float:

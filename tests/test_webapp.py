@@ -1,0 +1,81 @@
+"""The Space app's helpers, without a browser."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from full_metric import NAMED_SETS, FullScorer
+from full_metric.webapp import (
+    CUSTOM, InputError, Limits, choose_follow_ups, parse_candidates, parse_dialog, rank, read_upload,
+    score_rows, summarize,
+)
+
+SMALL = Limits(turns=3, characters=200, candidates=2, rows=2, upload_bytes=500)
+
+
+def test_parse_dialog_and_limits():
+    assert parse_dialog("User: Hi!\n\nSystem: Hello!\n") == ["Hi!", "Hello!"]
+    with pytest.raises(InputError, match="4 turns; the limit is 3"):
+        parse_dialog("a\nb\nc\nd", SMALL)
+    with pytest.raises(InputError, match="201 characters; the limit is 200"):
+        parse_dialog("x" * 201, SMALL)
+    with pytest.raises(InputError, match="at least one candidate"):
+        parse_candidates("\n \n")
+    with pytest.raises(InputError, match="3 candidates; the limit is 2"):
+        parse_candidates("a\nb\nc", SMALL)
+
+
+def test_follow_up_choice():
+    assert choose_follow_ups("negative-turn", "") == NAMED_SETS["negative-turn"]
+    assert choose_follow_ups(CUSTOM, "Huh?\n\nWhat?\n") == ("Huh?", "What?")
+    with pytest.raises(InputError, match="repeats"):
+        choose_follow_ups(CUSTOM, "Huh?\nHuh?")
+    with pytest.raises(InputError, match="follow_ups is empty"):
+        choose_follow_ups(CUSTOM, "\n")
+
+
+def test_rank_and_summary():
+    assert rank(["a", "b", "c"], [1.0, 3.0, 2.0]) == [(1, "b", 3.0), (2, "c", 2.0), (3, "a", 1.0)]
+    rows = [{"full": 1.0, "system": "x"}, {"full": 3.0, "system": "y"}, {"full": 2.0, "system": "x"}]
+    assert summarize(rows) == [("all", 3, 2.0), ("x", 2, 1.5), ("y", 1, 3.0)]
+
+
+def test_read_jsonl_and_csv():
+    jsonl = b'{"context": ["Hi!"], "response": "Hello.", "system": "a"}\n\n{"context": "Hi!\\nHello."}\n'
+    rows = read_upload("d.jsonl", jsonl)
+    assert rows[0]["context"] == ["Hi!"] and rows[1]["context"] == ["Hi!", "Hello."] and rows[1]["response"] is None
+    csv_rows = read_upload("d.csv", 'context,response,system\n"Hi!\nHow are you?",Fine.,bot\n'.encode())
+    assert csv_rows == [{"context": ["Hi!", "How are you?"], "response": "Fine.", "system": "bot"}]
+
+
+@pytest.mark.parametrize(
+    "name,data,message",
+    [
+        ("d.jsonl", b'{"context": ["Hi"]}\n{oops\n', "line 2: not valid JSON"),
+        ("d.jsonl", b'{"response": "x"}\n', "line 1: missing field 'context'"),
+        ("d.jsonl", b'{"context": ["a"], "response": ""}\n', "line 1: field 'response' must be a non-empty string"),
+        ("d.jsonl", b'{"context": [1]}\n', "line 1: field 'context' must be a list of strings"),
+        ("d.jsonl", b"[1, 2]\n", "line 1: expected a JSON object"),
+        ("d.csv", b"text,response\nhi,there\n", "line 1: the CSV header needs a 'context' column"),
+        ("d.jsonl", b"\xff\xfe{}", "not UTF-8"),
+        ("d.txt", b"hello", "upload a .jsonl or .csv file"),
+        ("d.jsonl", b"", "no rows"),
+        ("d.jsonl", b'{"context": ["a"]}\n' * 3, "3 rows; the limit is 2"),
+        ("d.jsonl", b"x" * 501, "501 bytes; the limit is 500"),
+    ],
+)
+def test_bad_uploads(name, data, message):
+    with pytest.raises(InputError, match=message):
+        read_upload(name, data, SMALL)
+
+
+def test_score_rows_mixed_levels(tiny_blenderbot_path):
+    scorer = FullScorer(tiny_blenderbot_path, device="cpu", progress=False)
+    rows = read_upload("d.jsonl", b'{"context": ["Hi!"], "response": "Hello."}\n{"context": ["Hi!", "Hello."]}\n')
+    signature = score_rows(scorer, rows, NAMED_SETS["paper"], "sum")
+    assert "level:" in signature
+    assert rows[0]["full"] == pytest.approx(scorer.score([["Hi!"]], ["Hello."]).scores[0])
+    assert rows[1]["full"] == pytest.approx(scorer.score([["Hi!", "Hello."]]).scores[0])
+    json.dumps(rows)
