@@ -78,6 +78,13 @@ def _parser() -> argparse.ArgumentParser:
     rank.add_argument("-o", "--output", required=True, help="the top-k follow-ups, one per line (a --follow-ups file)")
     rank.add_argument("--json", dest="json_out", help="write the full ranking as JSON")
     rank.add_argument("--plot", help="save a PNG bar chart of the follow-ups' correlations")
+    rep = commands.add_parser("report", help="write the FED reproduction report (Markdown and figures)")
+    _rated_options(rep)
+    _scorer_options(rep)
+    rep.add_argument("-o", "--output", required=True, help="the folder for report.md and its figures")
+    rep.add_argument("--top-k", type=int, default=5)
+    rep.add_argument("--holdout", type=float, default=0.5)
+    rep.add_argument("--bootstrap", type=int, default=1000)
     return parser
 
 
@@ -223,7 +230,18 @@ def _rank(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"score": _score, "correlate": _correlate, "rank-follow-ups": _rank}
+def _report(args: argparse.Namespace) -> int:
+    from .report import build_report
+
+    data = _read_rated(args)
+    command = "full-metric " + " ".join(sys.argv[1:]) if sys.argv[1:] and sys.argv[1] == "report" else "full-metric report"
+    path = build_report(_make_scorer(args), data, args.output, command, top_k=args.top_k, holdout=args.holdout,
+                        seed=args.seed, bootstrap=args.bootstrap)
+    print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+COMMANDS = {"score": _score, "correlate": _correlate, "rank-follow-ups": _rank, "report": _report}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

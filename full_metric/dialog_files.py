@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 
 class DialogFileError(ValueError):
@@ -37,21 +37,30 @@ def read_dialogs(path: str | Path) -> list[dict[str, Any]]:
     return records
 
 
-def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        raise DialogFileError(f"{path}: not UTF-8 text ({error})") from None
+def parse_json_lines(
+    text: str, error: type[ValueError] = DialogFileError, where: str = ""
+) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; ``error`` names ``where`` and the line."""
+    rows = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise DialogFileError(f"{path}, line {number}: not valid JSON ({error.msg})") from None
+        except json.JSONDecodeError as problem:
+            raise error(f"{where}line {number}: not valid JSON ({problem.msg})") from None
         if not isinstance(record, dict):
-            raise DialogFileError(f"{path}, line {number}: expected a JSON object, got {type(record).__name__}")
-        yield number, record
+            raise error(f"{where}line {number}: expected a JSON object, got {type(record).__name__}")
+        rows.append((number, record))
+    return rows
+
+
+def _records(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise DialogFileError(f"{path}: not UTF-8 text ({error})") from None
+    return parse_json_lines(text, DialogFileError, f"{path}, ")
 
 
 def write_dialogs(path: str | Path, records: list[dict[str, Any]]) -> None:

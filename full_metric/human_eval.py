@@ -69,12 +69,16 @@ def correlation_rows(
 
 
 def rank_follow_ups(
-    data: RatedData, results: dict[str, FullResult | None], aspect: str = "Overall"
+    data: RatedData,
+    results: dict[str, FullResult | None],
+    aspect: str = "Overall",
+    only: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Each follow-up's Spearman correlation of -log-likelihood with the aspect, per level, and
-    the paper's selection order: the sum of its turn-level and dialog-level ranks (best first)."""
+    the paper's selection order: the sum of its turn-level and dialog-level ranks (best first).
+    ``only`` restricts the ranking to those of the scored follow-ups."""
     follow_ups: tuple[str, ...] = next(r.follow_ups for r in results.values() if r is not None)
-    table = {f: {"follow_up": f} for f in follow_ups}
+    table = {f: {"follow_up": f} for f in follow_ups if only is None or f in only}
     meta = {c.text: c for c in CANDIDATES}
     for level in LEVELS:
         items, result = data.level(level), results.get(level)
@@ -83,6 +87,8 @@ def rank_follow_ups(
         rated = [k for k, item in enumerate(items) if aspect in item.ratings]
         human = [items[k].ratings[aspect] for k in rated]
         for j, f in enumerate(follow_ups):
+            if f not in table:
+                continue
             metric = [-result.follow_up_log_likelihoods[k][j] for k in rated]
             table[f][level] = correlate(metric, human, methods=("spearman",), bootstrap=0)["spearman"].value
     levels = [lvl for lvl in LEVELS if all(lvl in row for row in table.values())]

@@ -30,6 +30,9 @@ ENGINES = ("batched", "oracle")
 #: Dialogs per forward pass when none is given: on a CPU small batches lose less to padding and
 #: run as fast per token; accelerators need wide batches.
 DEFAULT_BATCH_SIZE = {"cpu": 4, "accelerator": 32}
+#: Padded tokens per forward pass at most (context plus, for decoder-only models, follow-ups):
+#: bounds the memory that long dialogs take, whatever the batch size.
+DEFAULT_MAX_BATCH_TOKENS = {"cpu": 1024, "accelerator": 65536}
 
 
 def _check_positive(value: Any, name: str) -> int:
@@ -92,6 +95,8 @@ class FullScorer:
             the preset's, else the model family's.
         context_budget: the most context tokens the model reads (default: the model's positions).
         max_turns: the most context turns kept, the newest (default 50, as the authors' package).
+        max_batch_tokens: the most padded tokens per forward pass (default 1024 on a CPU, 65536
+            on an accelerator); a dialog longer than that is scored alone.
         progress: show a progress bar while scoring (default True).
 
     Raises:
@@ -114,6 +119,7 @@ class FullScorer:
         rendering: str | None = None,
         context_budget: int | None = None,
         max_turns: int = 50,
+        max_batch_tokens: int | None = None,
         progress: bool = True,
     ):
         checked = check_settings(
@@ -131,9 +137,12 @@ class FullScorer:
             model, tokenizer=tokenizer, gguf_file=gguf_file, device=device, dtype=dtype, revision=revision
         )
         config = self.loaded.model.config
-        if batch_size is None:
-            batch_size = DEFAULT_BATCH_SIZE["cpu" if self.loaded.model.device.type == "cpu" else "accelerator"]
-        self.batch_size: int = batch_size
+        kind = "cpu" if self.loaded.model.device.type == "cpu" else "accelerator"
+        self.batch_size: int = DEFAULT_BATCH_SIZE[kind] if batch_size is None else batch_size
+        self.max_batch_tokens: int = (
+            DEFAULT_MAX_BATCH_TOKENS[kind] if max_batch_tokens is None
+            else _check_positive(max_batch_tokens, "max_batch_tokens")
+        )
         self.rendering = (
             rendering
             or PRESETS[self.preset]["rendering"]
@@ -254,19 +263,25 @@ class FullScorer:
     def _batched(
         self, contexts: list[tuple[int, ...]], targets: list[tuple[int, ...]], batch_size: int, show: bool
     ) -> list[list[LogLik]]:
-        """Length-sorted batches (longest first, so memory trouble shows at once), input order restored."""
+        """Length-sorted batches (longest first, so memory trouble shows at once) of at most
+        ``batch_size`` dialogs and ``max_batch_tokens`` padded tokens; input order restored.
+        Out of memory, both limits are halved and the batch is tried again."""
         order = sorted(range(len(contexts)), key=lambda i: -len(contexts[i]))
+        extra = 0 if self.loaded.is_encoder_decoder else sum(len(t) for t in targets)
+        budget = self.max_batch_tokens
         out: list[list[LogLik]] = [[] for _ in contexts]
         done = 0
         with tqdm(total=len(contexts), disable=not show, desc="FULL", unit="dialog") as bar:
             while done < len(order):
-                chunk = order[done : done + batch_size]
+                width = len(contexts[order[done]]) + extra  # the longest row of this batch
+                rows = max(1, min(batch_size, budget // width))
+                chunk = order[done : done + rows]
                 try:
                     values = batched_log_likelihoods(self.model, [contexts[i] for i in chunk], targets, self.pad_id)
                 except torch.OutOfMemoryError:
-                    if batch_size == 1:
+                    if len(chunk) == 1:
                         raise
-                    batch_size = max(1, batch_size // 2)
+                    batch_size, budget = max(1, len(chunk) // 2), max(1, budget // 2)
                     logger.warning("out of memory: batch size lowered to %d", batch_size)
                     if torch.cuda.is_available():
                         torch.cuda.empty_cache()

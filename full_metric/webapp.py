@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .aggregate import AGGREGATIONS
+from .dialog_files import parse_json_lines
 from .follow_ups import NAMED_SETS, PAPER_FIVE, validate_follow_ups
 from .models import DEFAULT_MODEL
 from .scorer import FullScorer
@@ -92,7 +93,7 @@ def read_upload(name: str, data: bytes, limits: Limits = LIMITS) -> list[dict[st
         raise InputError(f"the file is not UTF-8 text (byte {error.start})") from None
     suffix = Path(name).suffix.lower()
     if suffix in (".jsonl", ".json"):
-        rows = _jsonl_rows(text)
+        rows = parse_json_lines(text, InputError)
     elif suffix == ".csv":
         rows = _csv_rows(text)
     else:
@@ -102,21 +103,6 @@ def read_upload(name: str, data: bytes, limits: Limits = LIMITS) -> list[dict[st
     if len(rows) > limits.rows:
         raise InputError(f"the file has {len(rows)} rows; the limit is {limits.rows}")
     return [_check_row(line, row, limits) for line, row in rows]
-
-
-def _jsonl_rows(text: str) -> list[tuple[int, dict[str, Any]]]:
-    rows = []
-    for line, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            row = json.loads(raw)
-        except json.JSONDecodeError as error:
-            raise InputError(f"line {line}: not valid JSON ({error.msg})") from None
-        if not isinstance(row, dict):
-            raise InputError(f"line {line}: expected a JSON object")
-        rows.append((line, row))
-    return rows
 
 
 def _csv_rows(text: str) -> list[tuple[int, dict[str, Any]]]:

@@ -105,3 +105,11 @@ def test_positions_limit_the_decoder_only_context(tiny_models, tokenizer):
     result = scorer.score([["word " * 200]], ["reply"])
     assert f"trunc:left-{96 - longest}" in result.signature
     assert result.dropped_tokens[0] > 0
+
+
+@pytest.mark.parametrize("name", ["blenderbot", "llama"])
+def test_token_budget_does_not_change_scores(name, tiny_models, tokenizer, tiny_blenderbot_path):
+    contexts, responses = _dialogs(10, seed=7)
+    wide = _scorer(name, tiny_models, tokenizer, tiny_blenderbot_path, batch_size=10, max_batch_tokens=100_000)
+    tight = _scorer(name, tiny_models, tokenizer, tiny_blenderbot_path, batch_size=10, max_batch_tokens=60)
+    assert tight.score(contexts, responses).scores == pytest.approx(wide.score(contexts, responses).scores, abs=1e-4)

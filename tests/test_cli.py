@@ -1,0 +1,73 @@
+"""The `full-metric score` command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from full_metric import PAPER_FIVE, FullScorer
+from full_metric.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_score_turn_level(tiny_blenderbot_path, tmp_path, capsys):
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    records = [{"context": ["Hi!"], "response": "Hello.", "id": 7}, {"context": [], "response": "Héllo 🎉"}]
+    src.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    assert main(["score", str(src), "-o", str(out), "--model", str(tiny_blenderbot_path), "--device", "cpu",
+                 "--no-progress", "--batch-size", "1"]) == 0
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    expected = FullScorer(tiny_blenderbot_path, device="cpu", progress=False).score([["Hi!"], []], ["Hello.", "Héllo 🎉"])
+    assert [line["full"] for line in lines] == pytest.approx(expected.scores)
+    assert lines[0]["id"] == 7 and list(lines[0]["follow_up_log_likelihoods"]) == list(PAPER_FIVE)
+    err = capsys.readouterr().err
+    assert "scored 2 dialogs" in err and "FULL:" not in err  # no progress bar
+
+
+def test_score_dialog_level_with_options(tiny_blenderbot_path, tmp_path):
+    src, out, fus = tmp_path / "in.jsonl", tmp_path / "out.jsonl", tmp_path / "fus.txt"
+    src.write_text('{"context": ["Hi!", "Hello."]}\n')
+    fus.write_text("Huh?\n\nWhat do you mean?\n")
+    assert main(["score", str(src), "-o", str(out), "--model", str(tiny_blenderbot_path), "--device", "cpu",
+                 "--follow-ups", str(fus), "--aggregation", "mean", "--no-progress"]) == 0
+    line = json.loads(out.read_text())
+    assert list(line["follow_up_log_likelihoods"]) == ["Huh?", "What do you mean?"]
+    assert main(["score", str(src), "-o", str(out), "--model", str(tiny_blenderbot_path), "--device", "cpu",
+                 "--follow-ups", "negative-turn", "--preset", "reference", "--no-progress"]) == 0
+    assert len(json.loads(out.read_text())["follow_up_log_likelihoods"]) == 21
+
+
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        ('{"context": ["a"], "response": "b"}\n{"context": "a string"}\n', "line 2: field 'context' must be a list of strings"),
+        ('{"context": ["a"], "response": "b"}\n{oops\n', "line 2: not valid JSON"),
+        ('{"context": ["a"], "response": ""}\n', "line 1: field 'response' is empty"),
+        ('{"context": ["a"], "response": "b"}\n{"context": ["a"]}\n', "line 2: mixes turn-level"),
+        ('[1, 2]\n', "line 1: expected a JSON object"),
+        ('{"context": []}\n', "line 1: field 'context' is an empty dialog"),
+    ],
+)
+def test_malformed_input_exits_2(tmp_path, capsys, content, message):
+    src = tmp_path / "in.jsonl"
+    src.write_text(content)
+    assert main(["score", str(src), "-o", str(tmp_path / "out.jsonl"), "--model", "not-loaded"]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_console_script_progress_bar(tiny_blenderbot_path, tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"context": ["Hi!"], "response": "Hello."}\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "full_metric.cli", "score", str(src), "-o", str(tmp_path / "o.jsonl"),
+         "--model", str(tiny_blenderbot_path), "--device", "cpu"],
+        capture_output=True, text=True, cwd=REPO, env={"PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "PATH": ""},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "FULL" in done.stderr and "100%" in done.stderr
