@@ -36,13 +36,15 @@ _BLENDERBOT_TYPES = ("blenderbot", "blenderbot-small", "blenderbot_small")
 _SENTINEL = "\x00FOLLOW-UP\x00"
 
 
-def default_rendering(model_type: str, name_or_path: str, is_encoder_decoder: bool) -> str:
+def default_rendering(
+    model_type: str, name_or_path: str, is_encoder_decoder: bool, has_chat_template: bool = False
+) -> str:
     """The rendering each model family was trained with (see the module docstring)."""
     if is_encoder_decoder:
         return "blenderbot" if model_type in _BLENDERBOT_TYPES else "seq2seq"
     if "dialogpt" in name_or_path.lower():
         return "eos"
-    return "speaker"
+    return "chat_template" if has_chat_template else "speaker"
 
 
 @dataclass(frozen=True)

@@ -146,7 +146,10 @@ class FullScorer:
         self.rendering = (
             rendering
             or PRESETS[self.preset]["rendering"]
-            or default_rendering(config.model_type, self.loaded.name, self.loaded.is_encoder_decoder)
+            or default_rendering(
+                config.model_type, self.loaded.name, self.loaded.is_encoder_decoder,
+                bool(getattr(self.loaded.tokenizer, "chat_template", None)),
+            )
         )
         if self.rendering == "reference" and not self.loaded.is_encoder_decoder:
             raise ValueError("the 'reference' rendering (and preset) needs an encoder-decoder model, as the package did")

@@ -13,6 +13,7 @@ def test_default_rendering_per_family():
     assert default_rendering("t5", "google/flan-t5-small", True) == "seq2seq"
     assert default_rendering("gpt2", "microsoft/DialoGPT-medium", False) == "eos"
     assert default_rendering("gpt2", "gpt2", False) == "speaker"
+    assert default_rendering("llama", "HuggingFaceTB/SmolLM2-135M-Instruct", False, True) == "chat_template"
 
 
 def test_texts(tokenizer):
