@@ -111,6 +111,17 @@ def _segments(targets: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Ten
     return segment, offset
 
 
+def _within_follow_ups(segment: torch.Tensor, offset: torch.Tensor) -> torch.Tensor:
+    """Which packed follow-up token may see which: its own follow-up's tokens up to itself."""
+    return (segment[:, None] == segment[None, :]) & (offset[:, None] >= offset[None, :])
+
+
+def _per_follow_up(lp: torch.Tensor, segment: torch.Tensor, targets: Sequence[Sequence[int]]) -> list[list[LogLik]]:
+    """Sum packed token log-probabilities (rows x tokens) into (sum, count) per follow-up."""
+    sums = torch.zeros(lp.shape[0], len(targets), device=lp.device).index_add_(1, segment.to(lp.device), lp).tolist()
+    return [[(row[j], len(targets[j])) for j in range(len(targets))] for row in sums]
+
+
 def _additive_mask(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """A 0 / most-negative float mask from a boolean one (valid for eager and SDPA attention)."""
     mask = torch.zeros(allowed.shape, dtype=dtype)
@@ -126,7 +137,7 @@ def _packed_decoder(
     width = len(segment)
     dec_in = torch.tensor([tok for t in targets for tok in (start, *t[:-1])], device=device)
     labels = torch.tensor([tok for t in targets for tok in t], device=device)
-    allowed = torch.ones(width, width, dtype=torch.bool).tril() & (segment[:, None] == segment[None, :])
+    allowed = _within_follow_ups(segment, offset)
     mask = _additive_mask(allowed, hidden.dtype).to(device).expand(n_ctx, 1, width, width)
     positions = offset.to(device)
 
@@ -145,9 +156,7 @@ def _packed_decoder(
         ).logits
     finally:
         handle.remove()
-    lp = _token_log_probs(logits, labels.expand(n_ctx, -1))
-    sums = torch.zeros(n_ctx, len(targets), device=device).index_add_(1, segment.to(device), lp).tolist()
-    return [[(sums[i][j], len(targets[j])) for j in range(len(targets))] for i in range(n_ctx)]
+    return _per_follow_up(_token_log_probs(logits, labels.expand(n_ctx, -1)), segment, targets)
 
 
 def _repeated_decoder(
@@ -203,7 +212,7 @@ def _decoder_only_batch(
     #    (not its padding) and its own earlier tokens; positions restart where the context ends
     allowed = torch.zeros(n, len(tail), width + len(tail), dtype=torch.bool)
     allowed[:, :, :width] = (torch.arange(width)[None, :] < lengths[:, None])[:, None, :]
-    allowed[:, :, width:] = (segment[:, None] == segment[None, :]) & (offset[:, None] >= offset[None, :])
+    allowed[:, :, width:] = _within_follow_ups(segment, offset)
     mask = _additive_mask(allowed.unsqueeze(1), next(model.parameters()).dtype).to(device)
     position = (lengths[:, None] + offset[None, :]).to(device)
     tail_ids = torch.tensor(tail, device=device).expand(n, -1)
@@ -220,8 +229,7 @@ def _decoder_only_batch(
         _token_log_probs(_output_logits(model, picked[i : i + step]), tail_ids[i : i + step])
         for i in range(0, n, step)
     ])
-    sums = torch.zeros(n, len(targets), device=device).index_add_(1, segment.to(device), lp).tolist()
-    return [[(sums[i][j], len(targets[j])) for j in range(len(targets))] for i in range(n)]
+    return _per_follow_up(lp, segment, targets)
 
 
 def _output_logits(model: Any, hidden: torch.Tensor) -> torch.Tensor:
