@@ -9,6 +9,8 @@ from typing import Sequence
 #: ("Not really relevant here."), so the sign is turned: likely follow-ups give a low score.
 #: ``mean``: -mean_i (log p(f_i | dialog) / |f_i|), the mean per-token log-likelihood, turned.
 #: ``perplexity``: mean_i exp(-log p(f_i | dialog) / |f_i|), what the authors' package returns.
+#: Positive follow-ups ("That's interesting!"), when given, enter ``sum`` and ``mean`` with the
+#: opposite sign: likely praise raises the score.
 AGGREGATIONS = ("sum", "mean", "perplexity")
 
 
@@ -19,13 +21,19 @@ def check_aggregation(aggregation: str) -> str:
     return aggregation
 
 
-def aggregate(log_likelihoods: Sequence[float], token_counts: Sequence[int], aggregation: str) -> float:
-    """One dialog's score from its follow-ups' summed log-likelihoods and token counts."""
+def aggregate(
+    log_likelihoods: Sequence[float], token_counts: Sequence[int], aggregation: str, positive: int = 0
+) -> float:
+    """One dialog's score from its follow-ups' summed log-likelihoods and token counts; the last
+    ``positive`` follow-ups are positive ones and count with the opposite sign."""
+    split = len(log_likelihoods) - positive
     if aggregation == "sum":
-        return -math.fsum(log_likelihoods)
+        return math.fsum(log_likelihoods[split:]) - math.fsum(log_likelihoods[:split])
     per_token = [ll / n for ll, n in zip(log_likelihoods, token_counts)]
     if aggregation == "mean":
-        return -math.fsum(per_token) / len(per_token)
+        return (math.fsum(per_token[split:]) - math.fsum(per_token[:split])) / len(per_token)
+    if positive:
+        raise ValueError(f"the {aggregation!r} aggregation takes no positive follow-ups; use 'sum' or 'mean'")
     if aggregation == "perplexity":
         return math.fsum(math.exp(-x) for x in per_token) / len(per_token)
     raise ValueError(f"unknown aggregation {aggregation!r}; choose one of {AGGREGATIONS}")

@@ -20,22 +20,29 @@ from .version import __version__
 
 
 def _follow_ups(value: str | None) -> str | list[str] | None:
-    """A built-in set name, or a file with one follow-up per line."""
+    """A built-in set name, several joined by ``+`` (``paper+positive``), or a file with one
+    follow-up per line."""
     if value is None or value in NAMED_SETS:
         return value
+    names = value.split("+")
+    if not Path(value).is_file() and all(n in NAMED_SETS for n in names):
+        return list(dict.fromkeys(f for n in names for f in NAMED_SETS[n]))
     if not Path(value).is_file():
         raise DialogFileError(f"--follow-ups {value!r} is neither a file nor a built-in set ({sorted(NAMED_SETS)})")
     return read_follow_ups(value)
 
 
 def _scorer_options(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--model", default=DEFAULT_MODEL, help=f"Hub id or local folder (default {DEFAULT_MODEL})")
+    command.add_argument("--model", help=f"Hub id or local folder (default: the preset's; {DEFAULT_MODEL} for paper)")
     command.add_argument("--gguf-file", help="a GGUF file in the model folder, or a path to one")
     command.add_argument("--follow-ups", help=f"a file, one follow-up per line, or a set: {', '.join(NAMED_SETS)}")
+    command.add_argument("--positive-follow-ups", help="follow-ups that count with the opposite sign: a file or a set")
     command.add_argument("--aggregation", choices=AGGREGATIONS)
     command.add_argument("--preset", choices=sorted(PRESETS))
     command.add_argument("--rendering", choices=RENDERINGS)
     command.add_argument("--batch-size", type=int)
+    command.add_argument("--max-turns", type=int, default=50, help="the most context turns kept, newest (default 50)")
+    command.add_argument("--context-budget", type=int, help="the most context tokens the model reads")
     command.add_argument("--device", help="cuda, mps, cpu... (default: the best available)")
     command.add_argument("--dtype", choices=("float32", "bfloat16", "float16"))
     command.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -85,6 +92,17 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--top-k", type=int, default=5)
     rep.add_argument("--holdout", type=float, default=0.5)
     rep.add_argument("--bootstrap", type=int, default=1000)
+    table = commands.add_parser(
+        "score-candidates", help="score candidate follow-ups on a rated file and save the log-likelihood table (for study)")
+    _rated_options(table)
+    _scorer_options(table)
+    table.add_argument("--candidates", default="all", help="a set name or file of candidates (default: Table 3's 63)")
+    table.add_argument("--name", help="the data set's name in the study (default: the file name without suffix)")
+    table.add_argument("--label", help="the model's name in the study (default: the model id or GGUF file)")
+    table.add_argument("-o", "--output", required=True, help="the table, JSON")
+    study = commands.add_parser("study", help="compare FULL configurations on log-likelihood tables, leave one set out")
+    study.add_argument("tables", nargs="+", help="tables written by score-candidates (every variant on every set)")
+    study.add_argument("-o", "--output", required=True, help="the folder for report.md and results.json")
     return parser
 
 
@@ -95,10 +113,13 @@ def _make_scorer(args: argparse.Namespace) -> Any:
         args.model,
         gguf_file=args.gguf_file,
         follow_ups=_follow_ups(args.follow_ups),
+        positive_follow_ups=_follow_ups(args.positive_follow_ups),
         aggregation=args.aggregation,
         preset=args.preset,
         rendering=args.rendering,
         batch_size=args.batch_size,
+        max_turns=args.max_turns,
+        context_budget=args.context_budget,
         device=args.device,
         dtype=args.dtype,
         progress=not args.no_progress,
@@ -241,7 +262,39 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"score": _score, "correlate": _correlate, "rank-follow-ups": _rank, "report": _report}
+def _command_line() -> str:
+    """This run's command line as a user would type it (``full-metric ...``)."""
+    return " ".join(["full-metric", *sys.argv[1:]])
+
+
+def _score_candidates(args: argparse.Namespace) -> int:
+    from .follow_ups import resolve_follow_ups
+    from .loglik_tables import score_table, write_table
+
+    data = _read_rated(args)
+    scorer = _make_scorer(args)
+    candidates = resolve_follow_ups(_follow_ups(args.candidates))
+    label = args.label or (Path(args.gguf_file).name if args.gguf_file else scorer.loaded.name)
+    table = score_table(scorer, data, args.name or Path(args.data).stem, candidates, label, _command_line())
+    write_table(args.output, table)
+    print(f"wrote {len(table.items)} items x {len(candidates)} follow-ups to {args.output}", file=sys.stderr)
+    return 0
+
+
+def _study(args: argparse.Namespace) -> int:
+    from .loglik_tables import read_table
+    from .study_report import write_study
+
+    path, results = write_study([read_table(t) for t in args.tables], args.output, _command_line())
+    for protocol in results["protocols"]:
+        for fold in protocol["folds"]:
+            scores = ", ".join(f"{k} {v:.3f}" for k, v in fold["held_out_scores"].items())
+            print(f"{protocol['family']}: held out {fold['held_out']}: {scores}")
+    print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+COMMANDS = {"score": _score, "score-candidates": _score_candidates, "study": _study, "correlate": _correlate, "rank-follow-ups": _rank, "report": _report}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -180,12 +180,22 @@ def _repeated_decoder(
     return [[(sums[i][j], len(targets[j])) for j in range(n_tgt)] for i in range(n_ctx)]
 
 
+def _sliding_window(model: Any) -> int | None:
+    """The window of the model's sliding-window attention layers (Gemma 2/3...), if it has any."""
+    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    if "sliding_attention" not in (getattr(config, "layer_types", None) or ()):
+        return None
+    return getattr(config, "sliding_window", None)
+
+
 def _new_cache(model: Any) -> tuple[str, Any]:
-    """An empty key/value cache and the keyword the model's forward takes it by."""
+    """An empty key/value cache and the keyword the model's forward takes it by. Models with
+    sliding-window layers get a cache that keeps every key (a sliding cache would drop the oldest
+    context keys before the follow-ups are scored); their window is applied by the mask."""
     from transformers import DynamicCache
 
     try:
-        cache = DynamicCache(config=model.config)
+        cache = DynamicCache() if _sliding_window(model) else DynamicCache(config=model.config)
     except TypeError:  # transformers before 4.56
         cache = DynamicCache()
     params = inspect.signature(model.base_model.forward).parameters
@@ -213,8 +223,16 @@ def _decoder_only_batch(
     allowed = torch.zeros(n, len(tail), width + len(tail), dtype=torch.bool)
     allowed[:, :, :width] = (torch.arange(width)[None, :] < lengths[:, None])[:, None, :]
     allowed[:, :, width:] = _within_follow_ups(segment, offset)
-    mask = _additive_mask(allowed.unsqueeze(1), next(model.parameters()).dtype).to(device)
-    position = (lengths[:, None] + offset[None, :]).to(device)
+    dtype = next(model.parameters()).dtype
+    position = lengths[:, None] + offset[None, :]
+    mask: Any = _additive_mask(allowed.unsqueeze(1), dtype).to(device)
+    window = _sliding_window(model)
+    if window:  # sliding layers see only keys less than `window` positions back
+        keys = torch.cat([torch.arange(width).expand(n, -1), position], dim=1)
+        near = (position[:, :, None] - keys[:, None, :]) < window
+        mask = {"full_attention": mask,
+                "sliding_attention": _additive_mask((allowed & near).unsqueeze(1), dtype).to(device)}
+    position = position.to(device)
     tail_ids = torch.tensor(tail, device=device).expand(n, -1)
     hidden = model.base_model(
         input_ids=tail_ids, attention_mask=mask, position_ids=position, use_cache=True, **{key: cache}

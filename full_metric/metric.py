@@ -16,7 +16,7 @@ import evaluate
 from .follow_ups import resolve_follow_ups
 from .inputs import check_dialogs
 from .models import DEFAULT_MODEL, LoadedModel, load_model, resolve_device, resolve_dtype
-from .scorer import FullScorer, check_batch_size, check_settings
+from .scorer import PRESETS, FullScorer, check_batch_size, check_settings, resolve_positive
 from .turns import split_turns, strip_speaker
 
 _CITATION = """\
@@ -48,11 +48,13 @@ Args:
         empty) or one string with a turn per line.
     batch_size: dialogs per forward pass for this call (optional).
     follow_ups: a list of follow-ups or a built-in set name, for this call (optional).
+    positive_follow_ups: follow-ups that count with the opposite sign, for this call (optional).
     progress: show a progress bar (optional).
     strip_speaker_prefixes: remove "User: " / "System: " style labels from turns (optional).
 
 Settings of ``evaluate.load("full", ...)`` (the scorer's names): model, gguf_file, follow_ups,
-aggregation ("sum", "mean", "perplexity"), preset ("paper", "reference"), device, dtype,
+positive_follow_ups, aggregation ("sum", "mean", "perplexity"), preset ("paper", "reference", or a
+model family's preset from the settings study, see ``full_metric.PRESETS``), device, dtype,
 batch_size, model_revision, rendering, context_budget, max_turns, strip_speaker_prefixes, progress.
 
 Returns:
@@ -72,7 +74,7 @@ Examples:
     ...     references=[["Hi!", "How was your weekend?"], "Hi!\\nHow was your weekend?"],
     ... )
     >>> sorted(results)
-    ['follow_up_log_likelihoods', 'follow_ups', 'full', 'scores', 'signature']
+    ['follow_up_log_likelihoods', 'follow_ups', 'full', 'positive_follow_ups', 'scores', 'signature']
     >>> len(results["scores"]), len(results["follow_up_log_likelihoods"][0])
     (2, 5)
 
@@ -116,6 +118,7 @@ class FULL(evaluate.Metric):
         model: str | None = None,
         gguf_file: str | None = None,
         follow_ups: str | Sequence[str] | None = None,
+        positive_follow_ups: str | Sequence[str] | None = None,
         aggregation: str | None = None,
         preset: str | None = None,
         device: str | None = None,
@@ -124,22 +127,23 @@ class FULL(evaluate.Metric):
         model_revision: str | None = None,
         rendering: str | None = None,
         context_budget: int | None = None,
-        max_turns: int = 50,
+        max_turns: int | None = None,
         strip_speaker_prefixes: bool = False,
         progress: bool = True,
         **kwargs: Any,
     ):
         super().__init__(config_name=config_name, **kwargs)
-        check_settings(
-            follow_ups=follow_ups, aggregation=aggregation, preset=preset, batch_size=batch_size,
-            context_budget=context_budget, max_turns=max_turns,
+        checked = check_settings(
+            follow_ups=follow_ups, positive_follow_ups=positive_follow_ups, aggregation=aggregation, preset=preset,
+            batch_size=batch_size, context_budget=context_budget, max_turns=max_turns,
         )
         resolve_dtype(dtype)
         self._model_settings = {
-            "model": model, "gguf_file": gguf_file, "revision": model_revision, "device": device, "dtype": dtype,
+            "model": model or PRESETS[checked["preset"]].get("model"), "gguf_file": gguf_file, "revision": model_revision, "device": device, "dtype": dtype,
         }
         self._scorer_settings = {
-            "follow_ups": follow_ups, "aggregation": aggregation, "preset": preset, "batch_size": batch_size,
+            "follow_ups": follow_ups, "positive_follow_ups": positive_follow_ups, "aggregation": aggregation,
+            "preset": preset, "batch_size": batch_size,
             "rendering": rendering, "context_budget": context_budget, "max_turns": max_turns, "progress": progress,
         }
         self.strip_speaker_prefixes = strip_speaker_prefixes
@@ -221,6 +225,8 @@ class FULL(evaluate.Metric):
         strip = kwargs.pop("strip_speaker_prefixes", None)
         if kwargs.get("follow_ups") is not None:
             resolve_follow_ups(kwargs["follow_ups"])
+        if kwargs.get("positive_follow_ups") is not None:
+            resolve_positive(kwargs["positive_follow_ups"], (), ())
         if kwargs.get("batch_size") is not None:
             check_batch_size(kwargs["batch_size"])
         if predictions is not None or references is not None:
@@ -233,9 +239,11 @@ class FULL(evaluate.Metric):
         references: list[list[str]] | None = None,
         batch_size: int | None = None,
         follow_ups: str | Sequence[str] | None = None,
+        positive_follow_ups: str | Sequence[str] | None = None,
         progress: bool | None = None,
     ) -> dict[str, Any]:
-        options = {"batch_size": batch_size, "follow_ups": follow_ups, "progress": progress}
+        options = {"batch_size": batch_size, "follow_ups": follow_ups, "positive_follow_ups": positive_follow_ups,
+                   "progress": progress}
         if self.dialog_level:
             result = self.scorer.score(predictions, None, **options)
         else:
@@ -245,5 +253,6 @@ class FULL(evaluate.Metric):
             "scores": result.scores,
             "follow_up_log_likelihoods": result.follow_up_log_likelihoods,
             "follow_ups": list(result.follow_ups),
+            "positive_follow_ups": list(result.positive_follow_ups),
             "signature": result.signature,
         }

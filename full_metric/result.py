@@ -29,6 +29,7 @@ def make_signature(
     follow_ups: Sequence[str],
     aggregation: str,
     level: str,
+    positive_follow_ups: Sequence[str] = (),
 ) -> str:
     """A sacrebleu-style signature of every setting that changes a score."""
     parts = [
@@ -39,6 +40,7 @@ def make_signature(
         f"trunc:{truncation}",
         f"turns:{max_turns}",
         f"fu:{follow_up_tag(follow_ups)}",
+        *([f"pos:{follow_up_tag(positive_follow_ups)}"] if positive_follow_ups else []),
         f"agg:{aggregation}",
         f"level:{level}",
     ]
@@ -54,12 +56,14 @@ class FullResult:
         follow_up_log_likelihoods: per dialog, log p(f_i | dialog) (summed over the follow-up's
             tokens, natural log) for each follow-up, in ``follow_ups`` order.
         follow_up_token_counts: the number of scored tokens of each follow-up.
-        follow_ups: the follow-ups used.
+        follow_ups: the follow-ups scored: the negative ones, then the positive ones.
         dropped_tokens: per dialog, how many context tokens truncation removed.
         signature: every setting that changes a score.
         category_scores: per FED category whose follow-ups are all in ``follow_ups`` (for
             example with ``follow_ups="all"``), one fine-grained score per dialog
             (see :mod:`full_metric.fine_grained`); empty otherwise.
+        positive_follow_ups: the follow-ups of ``follow_ups`` that count with the opposite sign
+            (likely praise raises the score); empty for the paper's settings.
     """
 
     scores: list[float]
@@ -69,6 +73,7 @@ class FullResult:
     dropped_tokens: list[int]
     signature: str
     category_scores: dict[str, list[float]] = field(default_factory=dict)
+    positive_follow_ups: tuple[str, ...] = ()
 
     @property
     def mean(self) -> float:
@@ -82,5 +87,6 @@ class FullResult:
         """A JSON-ready dict, with the corpus mean under ``"mean"``."""
         out = asdict(self)
         out["follow_ups"] = list(self.follow_ups)
+        out["positive_follow_ups"] = list(self.positive_follow_ups)
         out["mean"] = self.mean
         return out

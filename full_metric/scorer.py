@@ -14,6 +14,7 @@ from .follow_ups import PAPER_FIVE, REFERENCE_PACKAGE_DEFAULT, resolve_follow_up
 from .inputs import check_dialogs
 from .loglik import LogLik, batched_log_likelihoods, oracle_log_likelihoods
 from .models import DEFAULT_MODEL, load_model
+from .presets import STUDY_PRESETS
 from .rendering import Renderer, default_rendering
 from .result import FullResult, make_signature
 
@@ -25,6 +26,7 @@ logger = logging.getLogger(__name__)
 PRESETS: dict[str, dict[str, Any]] = {
     "paper": {"follow_ups": PAPER_FIVE, "aggregation": "sum", "rendering": None},
     "reference": {"follow_ups": REFERENCE_PACKAGE_DEFAULT, "aggregation": "perplexity", "rendering": "reference"},
+    **STUDY_PRESETS,
 }
 ENGINES = ("batched", "oracle")
 #: Dialogs per forward pass when none is given: on a CPU small batches lose less to padding and
@@ -46,27 +48,52 @@ def check_batch_size(batch_size: Any) -> int:
     return _check_positive(batch_size, "batch_size")
 
 
+def resolve_positive(
+    positive: str | Sequence[str] | None, default: Sequence[str], negative: Sequence[str]
+) -> tuple[str, ...]:
+    """The positive follow-ups: ``None`` gives ``default``, an empty list none; none may also be negative."""
+    if positive is None:
+        chosen = tuple(default)
+    elif not isinstance(positive, str) and len(positive) == 0:
+        chosen = ()
+    else:
+        chosen = resolve_follow_ups(positive)
+    both = [f for f in chosen if f in set(negative)]
+    if both:
+        raise ValueError(f"a follow-up cannot be both negative and positive: {both[0]!r}")
+    return chosen
+
+
 def check_settings(
     *,
     follow_ups: str | Sequence[str] | None = None,
+    positive_follow_ups: str | Sequence[str] | None = None,
     aggregation: str | None = None,
     preset: str | None = None,
     batch_size: int | None = None,
     context_budget: int | None = None,
-    max_turns: int = 50,
+    max_turns: int | None = None,
 ) -> dict[str, Any]:
     """Validate the scorer's settings that need no model; return them resolved against the preset."""
     preset = preset or "paper"
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
     defaults = PRESETS[preset]
+    negative = resolve_follow_ups(follow_ups, defaults["follow_ups"])
+    positive = resolve_positive(positive_follow_ups, defaults.get("positive_follow_ups", ()), negative)
+    aggregation = check_aggregation(aggregation or defaults["aggregation"])
+    if positive and aggregation == "perplexity":
+        raise ValueError("the 'perplexity' aggregation takes no positive follow-ups; use 'sum' or 'mean'")
     return {
         "preset": preset,
-        "follow_ups": resolve_follow_ups(follow_ups, defaults["follow_ups"]),
-        "aggregation": check_aggregation(aggregation or defaults["aggregation"]),
+        "follow_ups": negative,
+        "positive_follow_ups": positive,
+        "aggregation": aggregation,
+        "rendering": defaults["rendering"],
+        "model": defaults.get("model", DEFAULT_MODEL),
+        "max_turns": defaults.get("max_turns", 50) if max_turns is None else _check_positive(max_turns, "max_turns"),
         "batch_size": None if batch_size is None else check_batch_size(batch_size),
         "context_budget": None if context_budget is None else _check_positive(context_budget, "context_budget"),
-        "max_turns": _check_positive(max_turns, "max_turns"),
     }
 
 
@@ -78,12 +105,16 @@ class FullScorer:
 
     Args:
         model: a Hub model id, a local folder, or a loaded ``transformers`` model (with
-            ``tokenizer``). Default: the paper's ``facebook/blenderbot-400M-distill``.
+            ``tokenizer``). Default: the preset's model; the paper's
+            ``facebook/blenderbot-400M-distill`` for ``paper`` and ``reference``.
         tokenizer: the tokenizer, required with a loaded model, optional otherwise.
         follow_ups: a list of follow-ups or a built-in set name (``follow_ups.NAMED_SETS``);
             default: the preset's (the paper's five).
+        positive_follow_ups: follow-ups that count with the opposite sign (likely praise raises
+            the score; ``sum`` and ``mean`` only); default: the preset's (none for ``paper``).
         aggregation: ``"sum"`` (paper, default), ``"mean"`` or ``"perplexity"`` (see ``aggregate``).
-        preset: ``"paper"`` (default) or ``"reference"`` (reproduces the package ``full`` 0.0.3.1).
+        preset: ``"paper"`` (default), ``"reference"`` (reproduces the package ``full`` 0.0.3.1),
+            or a model family's preset from the settings study (``presets.STUDY_PRESETS``).
         device: ``"cuda"``, ``"mps"``, ``"cpu"``...; default: the best available.
         dtype: ``"float32"`` (default), ``"bfloat16"`` or ``"float16"``; log-probabilities are
             always computed in float32.
@@ -94,7 +125,8 @@ class FullScorer:
         rendering: how dialogs are written for the model (``rendering.RENDERINGS``); default:
             the preset's, else the model family's.
         context_budget: the most context tokens the model reads (default: the model's positions).
-        max_turns: the most context turns kept, the newest (default 50, as the authors' package).
+        max_turns: the most context turns kept, the newest (default: the preset's; 50, as the
+            authors' package, for ``paper``).
         max_batch_tokens: the most padded tokens per forward pass (default 1024 on a CPU, 65536
             on an accelerator); a dialog longer than that is scored alone.
         progress: show a progress bar while scoring (default True).
@@ -105,10 +137,11 @@ class FullScorer:
 
     def __init__(
         self,
-        model: str | Any = DEFAULT_MODEL,
+        model: str | Any = None,
         *,
         tokenizer: Any = None,
         follow_ups: str | Sequence[str] | None = None,
+        positive_follow_ups: str | Sequence[str] | None = None,
         aggregation: str | None = None,
         preset: str | None = None,
         device: str | torch.device | None = None,
@@ -118,23 +151,24 @@ class FullScorer:
         revision: str | None = None,
         rendering: str | None = None,
         context_budget: int | None = None,
-        max_turns: int = 50,
+        max_turns: int | None = None,
         max_batch_tokens: int | None = None,
         progress: bool = True,
     ):
         checked = check_settings(
-            follow_ups=follow_ups, aggregation=aggregation, preset=preset, batch_size=batch_size,
-            context_budget=context_budget, max_turns=max_turns,
+            follow_ups=follow_ups, positive_follow_ups=positive_follow_ups, aggregation=aggregation, preset=preset,
+            batch_size=batch_size, context_budget=context_budget, max_turns=max_turns,
         )
         self.preset: str = checked["preset"]
         self.follow_ups: tuple[str, ...] = checked["follow_ups"]
+        self.positive_follow_ups: tuple[str, ...] = checked["positive_follow_ups"]
         self.aggregation: str = checked["aggregation"]
         batch_size = checked["batch_size"]
         self.context_budget: int | None = checked["context_budget"]
         self.max_turns: int = checked["max_turns"]
         self.progress = progress
         self.loaded = load_model(
-            model, tokenizer=tokenizer, gguf_file=gguf_file, device=device, dtype=dtype, revision=revision
+            checked["model"] if model is None else model, tokenizer=tokenizer, gguf_file=gguf_file, device=device, dtype=dtype, revision=revision
         )
         config = self.loaded.model.config
         kind = "cpu" if self.loaded.model.device.type == "cpu" else "accelerator"
@@ -145,7 +179,7 @@ class FullScorer:
         )
         self.rendering = (
             rendering
-            or PRESETS[self.preset]["rendering"]
+            or checked["rendering"]
             or default_rendering(
                 config.model_type, self.loaded.name, self.loaded.is_encoder_decoder,
                 bool(getattr(self.loaded.tokenizer, "chat_template", None)),
@@ -188,11 +222,13 @@ class FullScorer:
         return f"right-{limit}" if self.rendering == "reference" else f"left-{limit}"
 
     def signature(
-        self, follow_ups: Sequence[str] | None = None, level: str = "turn", aggregation: str | None = None
+        self, follow_ups: Sequence[str] | None = None, level: str = "turn", aggregation: str | None = None,
+        positive_follow_ups: Sequence[str] | None = None,
     ) -> str:
         """The signature string of these settings (see :func:`result.make_signature`)."""
         follow_ups = tuple(follow_ups) if follow_ups is not None else self.follow_ups
-        targets = [self.renderer.target_ids(f) for f in follow_ups]
+        positive = tuple(positive_follow_ups) if positive_follow_ups is not None else self.positive_follow_ups
+        targets = [self.renderer.target_ids(f) for f in (*follow_ups, *positive)]
         return make_signature(
             model=self.loaded.name,
             revision=self.loaded.revision,
@@ -201,6 +237,7 @@ class FullScorer:
             truncation=self._truncation_tag(self._context_limit(targets)),
             max_turns=self.max_turns,
             follow_ups=follow_ups,
+            positive_follow_ups=positive,
             aggregation=aggregation or self.aggregation,
             level=level,
         )
@@ -212,6 +249,7 @@ class FullScorer:
         responses: Sequence[str] | None = None,
         *,
         follow_ups: str | Sequence[str] | None = None,
+        positive_follow_ups: str | Sequence[str] | None = None,
         aggregation: str | None = None,
         batch_size: int | None = None,
         progress: bool | None = None,
@@ -220,7 +258,8 @@ class FullScorer:
         """Score dialogs. Turn level: ``contexts`` (lists of turns) and their ``responses``.
         Dialog level: ``contexts`` are whole dialogs and ``responses`` is ``None``.
 
-        ``follow_ups``, ``aggregation`` and ``batch_size`` override the scorer's for this call. ``engine="oracle"``
+        ``follow_ups``, ``positive_follow_ups``, ``aggregation`` and ``batch_size`` override the
+        scorer's for this call (new ``follow_ups`` alone come with no positive ones). ``engine="oracle"``
         scores one follow-up per forward pass without batching (the test oracle).
 
         Raises:
@@ -228,7 +267,12 @@ class FullScorer:
         """
         dialogs = check_dialogs(contexts, responses)
         fus = self.follow_ups if follow_ups is None else resolve_follow_ups(follow_ups)
+        if positive_follow_ups is None:
+            positive_follow_ups = self.positive_follow_ups if follow_ups is None else ()
+        pos = resolve_positive(positive_follow_ups, (), fus)
         agg = self.aggregation if aggregation is None else check_aggregation(aggregation)
+        if pos and agg == "perplexity":
+            raise ValueError("the 'perplexity' aggregation takes no positive follow-ups; use 'sum' or 'mean'")
         size = self.batch_size if batch_size is None else check_batch_size(batch_size)
         if engine not in ENGINES:
             raise ValueError(f"unknown engine {engine!r}; choose one of {ENGINES}")
@@ -239,7 +283,8 @@ class FullScorer:
         else:
             dialogs = [d[-self.max_turns :] for d in dialogs]
 
-        targets = [self.renderer.target_ids(f) for f in fus]
+        scored = (*fus, *pos)
+        targets = [self.renderer.target_ids(f) for f in scored]
         limit = self._context_limit(targets)
         encoded = [self.renderer.encode(d, limit) for d in dialogs]
         unique: dict[tuple[int, ...], int] = {}
@@ -254,13 +299,14 @@ class FullScorer:
         counts = [len(t) for t in targets]
         log_likelihoods = [[ll for ll, _ in v] for v in per_dialog]
         return FullResult(
-            scores=[aggregate([ll for ll, _ in v], counts, agg) for v in per_dialog],
+            scores=[aggregate([ll for ll, _ in v], counts, agg, len(pos)) for v in per_dialog],
             follow_up_log_likelihoods=log_likelihoods,
             follow_up_token_counts=counts,
-            follow_ups=tuple(fus),
+            follow_ups=scored,
             dropped_tokens=[e.dropped_tokens for e in encoded],
-            signature=self.signature(fus, level, agg),
-            category_scores=category_scores(fus, log_likelihoods),
+            signature=self.signature(fus, level, agg, pos),
+            category_scores=category_scores(scored, log_likelihoods),
+            positive_follow_ups=pos,
         )
 
     def _batched(

@@ -2,8 +2,9 @@
 
 The pure helpers (reading uploads, input limits, ranking, summaries) need no Gradio; only
 :func:`build_app` imports it. The model comes from ``FULL_MODEL`` (a Hub id or a local folder,
-default the paper's) and ``FULL_GGUF_FILE`` (a GGUF file in that folder), loaded once and shared
-by every request.
+default the preset's) and ``FULL_GGUF_FILE`` (a GGUF file in that folder), the starting preset
+from ``FULL_PRESET`` (default ``paper``); the model is loaded once and shared by every request and
+every preset picked in the settings.
 """
 
 from __future__ import annotations
@@ -20,8 +21,7 @@ from typing import Any, Sequence
 from .aggregate import AGGREGATIONS
 from .dialog_files import parse_json_lines
 from .follow_ups import NAMED_SETS, PAPER_FIVE, validate_follow_ups
-from .models import DEFAULT_MODEL
-from .scorer import FullScorer
+from .scorer import PRESETS, FullScorer
 from .turns import split_turns, strip_speaker
 
 
@@ -38,7 +38,9 @@ class Limits:
 
 LIMITS = Limits()
 CUSTOM = "custom (one per line below)"
-FOLLOW_UP_CHOICES = ["paper", *[name for name in NAMED_SETS if name != "paper"], CUSTOM]
+#: The follow-ups (and aggregation) of the chosen preset.
+FROM_PRESET = "the preset's"
+FOLLOW_UP_CHOICES = [FROM_PRESET, "paper", *[name for name in NAMED_SETS if name != "paper"], CUSTOM]
 
 
 class InputError(ValueError):
@@ -66,14 +68,18 @@ def parse_candidates(text: str, limits: Limits = LIMITS) -> list[str]:
     return candidates
 
 
+def _lines(text: str, what: str) -> tuple[str, ...]:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    try:
+        return validate_follow_ups(lines)
+    except (TypeError, ValueError) as error:
+        raise InputError(f"{what}: {error}") from None
+
+
 def choose_follow_ups(choice: str, custom_text: str) -> tuple[str, ...]:
     """The follow-up set picked in the settings, or the custom lines."""
     if choice == CUSTOM:
-        lines = [line.strip() for line in custom_text.splitlines() if line.strip()]
-        try:
-            return validate_follow_ups(lines)
-        except (TypeError, ValueError) as error:
-            raise InputError(f"custom follow-ups: {error}") from None
+        return _lines(custom_text, "custom follow-ups")
     if choice not in NAMED_SETS:
         raise InputError(f"unknown follow-up set {choice!r}")
     return NAMED_SETS[choice]
@@ -147,7 +153,29 @@ def summarize(rows: Sequence[dict[str, Any]]) -> list[tuple[str, int, float]]:
     return [(name, len(v), sum(v) / len(v)) for name, v in groups.items()]
 
 
-def score_rows(scorer: FullScorer, rows: list[dict[str, Any]], follow_ups: Sequence[str], aggregation: str) -> str:
+def choose_settings(
+    scorer: FullScorer, choice: str, custom_text: str, positive_text: str, aggregation: str
+) -> dict[str, Any]:
+    """The scoring options picked in the settings: the preset's follow-ups (negative and positive)
+    and aggregation, or a named set / custom lines (custom positive lines with custom only)."""
+    if choice == FROM_PRESET:
+        follow_ups, positive = scorer.follow_ups, scorer.positive_follow_ups
+    else:
+        follow_ups = choose_follow_ups(choice, custom_text)
+        positive = _lines(positive_text, "custom positive follow-ups") if choice == CUSTOM and positive_text.strip() else ()
+    both = set(follow_ups) & set(positive)
+    if both:
+        raise InputError(f"a follow-up cannot be both negative and positive: {sorted(both)[0]!r}")
+    agg = scorer.aggregation if aggregation == FROM_PRESET else aggregation
+    if positive and agg == "perplexity":
+        raise InputError("the perplexity aggregation takes no positive follow-ups; choose sum or mean")
+    return {"follow_ups": follow_ups, "positive_follow_ups": positive, "aggregation": agg}
+
+
+def score_rows(
+    scorer: FullScorer, rows: list[dict[str, Any]], follow_ups: Sequence[str], aggregation: str,
+    positive_follow_ups: Sequence[str] = (),
+) -> str:
     """Score uploaded rows in place (turn-level ones, then dialog-level ones); returns the signature."""
     signature = ""
     for turn_level in (True, False):
@@ -157,7 +185,7 @@ def score_rows(scorer: FullScorer, rows: list[dict[str, Any]], follow_ups: Seque
         result = scorer.score(
             [r["context"] for r in chosen],
             [r["response"] for r in chosen] if turn_level else None,
-            follow_ups=follow_ups, aggregation=aggregation, progress=False,
+            follow_ups=follow_ups, positive_follow_ups=positive_follow_ups, aggregation=aggregation, progress=False,
         )
         for row, score, values in zip(chosen, result.scores, result.follow_up_log_likelihoods):
             row["full"] = score
@@ -174,9 +202,11 @@ EXAMPLES = [
 
 
 def scorer_from_env() -> FullScorer:
-    """The scorer for ``FULL_MODEL`` / ``FULL_GGUF_FILE`` / ``FULL_DEVICE`` (loaded once by the app)."""
+    """The scorer for ``FULL_MODEL`` / ``FULL_GGUF_FILE`` / ``FULL_PRESET`` / ``FULL_DEVICE``
+    (loaded once by the app; the model defaults to the preset's)."""
     return FullScorer(
-        os.environ.get("FULL_MODEL", DEFAULT_MODEL),
+        os.environ.get("FULL_MODEL") or None,
+        preset=os.environ.get("FULL_PRESET") or None,
         gguf_file=os.environ.get("FULL_GGUF_FILE") or None,
         device=os.environ.get("FULL_DEVICE") or None,
         progress=False,
@@ -198,10 +228,15 @@ def build_app(scorer: FullScorer) -> Any:
     import gradio as gr
     import pandas as pd
 
-    def settings(choice: str, custom: str) -> tuple[str, ...]:
+    scorers = {scorer.preset: scorer}
+
+    def settings(preset: str, choice: str, custom: str, positive: str, aggregation: str) -> tuple[FullScorer, dict]:
+        """The scorer of ``preset`` (sharing the loaded model) and the chosen options."""
         try:
-            return choose_follow_ups(choice, custom)
-        except InputError as error:
+            if preset not in scorers:
+                scorers[preset] = FullScorer(scorer.loaded, preset=preset, progress=False)
+            return scorers[preset], choose_settings(scorers[preset], choice, custom, positive, aggregation)
+        except ValueError as error:
             raise gr.Error(str(error)) from None
 
     def chart(names: Sequence[str], follow_ups: Sequence[str], values: Sequence[Sequence[float]]) -> Any:
@@ -211,30 +246,31 @@ def build_app(scorer: FullScorer) -> Any:
         ]
         return pd.DataFrame(records)
 
-    def score_turn(dialog: str, candidates: str, choice: str, custom: str, aggregation: str):
+    def score_turn(dialog: str, candidates: str, *options_in: str):
         try:
             context, options = parse_dialog(dialog), parse_candidates(candidates)
         except InputError as error:
             raise gr.Error(str(error)) from None
-        follow_ups = settings(choice, custom)
-        result = scorer.score([context] * len(options), options, follow_ups=follow_ups, aggregation=aggregation)
+        chosen, options_out = settings(*options_in)
+        result = chosen.score([context] * len(options), options, **options_out)
         ranked = pd.DataFrame(
             [(r, c, round(s, 3)) for r, c, s in rank(options, result.scores)], columns=["rank", "response", "score"]
         )
         names = [f"#{i + 1}: {c[:40]}" for i, c in enumerate(options)]
         return ranked, chart(names, result.follow_ups, result.follow_up_log_likelihoods), result.signature
 
-    def score_dialog(dialog: str, choice: str, custom: str, aggregation: str):
+    def score_dialog(dialog: str, *options_in: str):
         try:
             turns = parse_dialog(dialog)
         except InputError as error:
             raise gr.Error(str(error)) from None
         if not turns:
             raise gr.Error("the dialog is empty")
-        result = scorer.score([turns], follow_ups=settings(choice, custom), aggregation=aggregation)
+        chosen, options_out = settings(*options_in)
+        result = chosen.score([turns], **options_out)
         return f"{result.scores[0]:.3f}", chart(["dialog"], result.follow_ups, result.follow_up_log_likelihoods), result.signature
 
-    def score_file(upload: Any, choice: str, custom: str, aggregation: str):
+    def score_file(upload: Any, *options_in: str):
         if upload is None:
             raise gr.Error("upload a .jsonl or .csv file first")
         path = Path(upload if isinstance(upload, str) else upload.name)
@@ -242,7 +278,9 @@ def build_app(scorer: FullScorer) -> Any:
             rows = read_upload(path.name, path.read_bytes())
         except InputError as error:
             raise gr.Error(f"{path.name}: {error}") from None
-        signature = score_rows(scorer, rows, settings(choice, custom), aggregation)
+        chosen, options_out = settings(*options_in)
+        signature = score_rows(chosen, rows, options_out["follow_ups"], options_out["aggregation"],
+                               options_out["positive_follow_ups"])
         table = pd.DataFrame(
             [{"system": r.get("system", ""), "context": " / ".join(r["context"])[-120:],
               "response": r["response"] or "", "full": r["full"]} for r in rows]
@@ -259,9 +297,12 @@ def build_app(scorer: FullScorer) -> Any:
             f"here.* would follow. **Higher is better.** Model: `{scorer.loaded.name}`."
         )
         with gr.Accordion("Settings", open=False):
-            choice = gr.Dropdown(FOLLOW_UP_CHOICES, value="paper", label="Follow-up set")
+            preset = gr.Dropdown(sorted(PRESETS), value=scorer.preset, label="Preset (settings bundle; see the study)")
+            choice = gr.Dropdown(FOLLOW_UP_CHOICES, value=FROM_PRESET, label="Follow-up set")
             custom = gr.Textbox(label="Custom follow-ups (one per line)", lines=4, value="\n".join(PAPER_FIVE))
-            aggregation = gr.Dropdown(list(AGGREGATIONS), value=scorer.aggregation, label="Aggregation")
+            positive = gr.Textbox(label="Custom positive follow-ups, counted with the opposite sign (optional)", lines=2)
+            aggregation = gr.Dropdown([FROM_PRESET, *AGGREGATIONS], value=FROM_PRESET, label="Aggregation")
+        options = [preset, choice, custom, positive, aggregation]
         with gr.Tab("Score a turn"):
             dialog = gr.Textbox(label="Dialog so far (one turn per line)", lines=5, elem_id="turn-dialog")
             candidates = gr.Textbox(label="Candidate responses (one per line)", lines=3, elem_id="turn-candidates")
@@ -270,14 +311,14 @@ def build_app(scorer: FullScorer) -> Any:
             turn_chart = gr.BarPlot(x="candidate", y="log-likelihood", color="follow-up", label="Log-likelihood of each follow-up (stacked; closer to 0 means a more likely complaint)")
             turn_sig = gr.Textbox(label="Signature", interactive=False)
             gr.Examples(EXAMPLES, [dialog, candidates], label="Examples: a good and a bad answer")
-            turn_button.click(score_turn, [dialog, candidates, choice, custom, aggregation], [ranked, turn_chart, turn_sig])
+            turn_button.click(score_turn, [dialog, candidates, *options], [ranked, turn_chart, turn_sig])
         with gr.Tab("Score a dialog"):
             whole = gr.Textbox(label="Whole dialog (one turn per line)", lines=8, elem_id="dialog-text")
             dialog_button = gr.Button("Score", variant="primary", elem_id="dialog-score")
             dialog_score = gr.Textbox(label="Dialog-level FULL", interactive=False, elem_id="dialog-result")
             dialog_chart = gr.BarPlot(x="candidate", y="log-likelihood", color="follow-up", label="Log-likelihood of each follow-up (stacked; closer to 0 means a more likely complaint)")
             dialog_sig = gr.Textbox(label="Signature", interactive=False)
-            dialog_button.click(score_dialog, [whole, choice, custom, aggregation], [dialog_score, dialog_chart, dialog_sig])
+            dialog_button.click(score_dialog, [whole, *options], [dialog_score, dialog_chart, dialog_sig])
         with gr.Tab("Batch"):
             gr.Markdown("Upload `.jsonl` or `.csv` rows with `context` (list of turns, or one turn per line), "
                         "optional `response` (turn level) and `system`.")
@@ -287,7 +328,7 @@ def build_app(scorer: FullScorer) -> Any:
             summary = gr.Dataframe(label="Summary", elem_id="batch-summary")
             download = gr.File(label="Scored file")
             batch_sig = gr.Textbox(label="Signature", interactive=False)
-            batch_button.click(score_file, [upload, choice, custom, aggregation], [table, summary, download, batch_sig])
+            batch_button.click(score_file, [upload, *options], [table, summary, download, batch_sig])
         gr.Markdown(_card())
     demo.queue(default_concurrency_limit=1, max_size=64)
     return demo

@@ -73,7 +73,22 @@ def _tiny_t5():
     return T5ForConditionalGeneration(config).eval()
 
 
-TINY_BUILDERS = {"llama": _tiny_llama, "gpt2": _tiny_gpt2, "bart": _tiny_bart, "t5": _tiny_t5}
+def _tiny_gemma3():
+    """Gemma 3's layout: sliding-window layers (window 16, shorter than most test dialogs) and a
+    full-attention layer, logit soft-capping, scaled embeddings."""
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    torch.manual_seed(4)
+    config = Gemma3TextConfig(
+        vocab_size=2000, hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=8, max_position_embeddings=256, sliding_window=16,
+        layer_types=["sliding_attention", "sliding_attention", "full_attention"], final_logit_softcapping=30.0,
+        bos_token_id=0, eos_token_id=2, pad_token_id=1,
+    )
+    return Gemma3ForCausalLM(config).eval()
+
+
+TINY_BUILDERS = {"gemma3": _tiny_gemma3, "llama": _tiny_llama, "gpt2": _tiny_gpt2, "bart": _tiny_bart, "t5": _tiny_t5}
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,7 @@ import pytest
 
 from full_metric import PAPER_FIVE, FullScorer
 from full_metric.cli import main
+from full_metric.follow_ups import NAMED_SETS
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -40,6 +41,25 @@ def test_score_dialog_level_with_options(tiny_blenderbot_path, tmp_path):
     assert main(["score", str(src), "-o", str(out), "--model", str(tiny_blenderbot_path), "--device", "cpu",
                  "--follow-ups", "negative-turn", "--preset", "reference", "--no-progress"]) == 0
     assert len(json.loads(out.read_text())["follow_up_log_likelihoods"]) == 21
+
+
+def test_positive_follow_ups_and_joined_sets(tiny_blenderbot_path, tmp_path):
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text('{"context": ["Hi!"], "response": "Hello."}\n')
+    assert main(["score", str(src), "-o", str(out), "--model", str(tiny_blenderbot_path), "--device", "cpu",
+                 "--follow-ups", "paper", "--positive-follow-ups", "positive", "--no-progress"]) == 0
+    line = json.loads(out.read_text())
+    lls = line["follow_up_log_likelihoods"]
+    assert len(lls) == 5 + 21
+    positive = set(NAMED_SETS["positive"])
+    expected = sum(v for f, v in lls.items() if f in positive) - sum(v for f, v in lls.items() if f not in positive)
+    assert line["full"] == pytest.approx(expected)
+    assert main(["score", str(src), "-o", str(out), "--model", str(tiny_blenderbot_path), "--device", "cpu",
+                 "--follow-ups", "paper+negative-turn", "--no-progress"]) == 0
+    assert len(json.loads(out.read_text())["follow_up_log_likelihoods"]) == len(
+        set(NAMED_SETS["paper"]) | set(NAMED_SETS["negative-turn"]))
+    assert main(["score", str(src), "-o", str(out), "--model", str(tiny_blenderbot_path), "--device", "cpu",
+                 "--positive-follow-ups", "positive", "--aggregation", "perplexity", "--no-progress"]) == 2
 
 
 @pytest.mark.parametrize(

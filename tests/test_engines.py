@@ -30,7 +30,7 @@ def _scorer(name, tiny_models, tokenizer, tiny_blenderbot_path, **kwargs):
 
 CONFIGS = [
     ("blenderbot", None), ("bart", None), ("t5", None), ("llama", "speaker"), ("llama", "plain"), ("llama", "eos"),
-    ("gpt2", "speaker"), ("llama", "chat_template"),
+    ("gpt2", "speaker"), ("llama", "chat_template"), ("gemma3", "speaker"), ("gemma3", "plain"),
 ]
 
 

@@ -69,7 +69,7 @@ def test_load_by_path(how, checkout_named_full, tiny_blenderbot_path, expected):
 def test_direct_class_and_outputs(tiny_blenderbot_path, expected):
     full = full_metric.FULL(model=str(tiny_blenderbot_path), device="cpu", progress=False)
     out = full.compute(predictions=RESPONSES, references=CONTEXTS)
-    assert set(out) == {"full", "scores", "follow_up_log_likelihoods", "follow_ups", "signature"}
+    assert set(out) == {"full", "scores", "follow_up_log_likelihoods", "follow_ups", "positive_follow_ups", "signature"}
     for got, want in zip(out["follow_up_log_likelihoods"], expected[0].follow_up_log_likelihoods, strict=True):
         assert got == pytest.approx(want)
     assert out["signature"] == expected[0].signature

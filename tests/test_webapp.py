@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from full_metric import NAMED_SETS, FullScorer
+from full_metric import NAMED_SETS, PAPER_FIVE, FullScorer
 from full_metric.webapp import (
-    CUSTOM, InputError, Limits, choose_follow_ups, parse_candidates, parse_dialog, rank, read_upload,
+    CUSTOM, FROM_PRESET, InputError, Limits, choose_follow_ups, choose_settings, parse_candidates, parse_dialog, rank, read_upload,
     score_rows, summarize,
 )
 
@@ -34,6 +34,19 @@ def test_follow_up_choice():
         choose_follow_ups(CUSTOM, "Huh?\nHuh?")
     with pytest.raises(InputError, match="follow_ups is empty"):
         choose_follow_ups(CUSTOM, "\n")
+
+
+def test_settings_choice(tiny_blenderbot_path):
+    scorer = FullScorer(tiny_blenderbot_path, device="cpu", progress=False)
+    assert choose_settings(scorer, FROM_PRESET, "", "", FROM_PRESET) == {
+        "follow_ups": PAPER_FIVE, "positive_follow_ups": (), "aggregation": "sum"}
+    chosen = choose_settings(scorer, CUSTOM, "Huh?", "Nice!\nCool.", "mean")
+    assert chosen == {"follow_ups": ("Huh?",), "positive_follow_ups": ("Nice!", "Cool."), "aggregation": "mean"}
+    assert choose_settings(scorer, "paper", "", "Nice!", "sum")["positive_follow_ups"] == ()  # custom only
+    with pytest.raises(InputError, match="both negative and positive"):
+        choose_settings(scorer, CUSTOM, "Huh?", "Huh?", "sum")
+    with pytest.raises(InputError, match="perplexity"):
+        choose_settings(scorer, CUSTOM, "Huh?", "Nice!", "perplexity")
 
 
 def test_rank_and_summary():
