@@ -9,9 +9,12 @@ from typing import Sequence
 #: ("Not really relevant here."), so the sign is turned: likely follow-ups give a low score.
 #: ``mean``: -mean_i (log p(f_i | dialog) / |f_i|), the mean per-token log-likelihood, turned.
 #: ``perplexity``: mean_i exp(-log p(f_i | dialog) / |f_i|), what the authors' package returns.
+#: ``balanced``: mean_j log p(p_j | dialog) - mean_i log p(f_i | dialog) over the positive
+#: follow-ups p_j and the negative ones f_i: praise and complaints weigh the same however many of
+#: each there are (with negative follow-ups only, the same ranking as ``sum``).
 #: Positive follow-ups ("That's interesting!"), when given, enter ``sum`` and ``mean`` with the
-#: opposite sign: likely praise raises the score.
-AGGREGATIONS = ("sum", "mean", "perplexity")
+#: opposite sign: likely praise raises the score. ``perplexity`` takes none.
+AGGREGATIONS = ("sum", "mean", "perplexity", "balanced")
 
 
 def check_aggregation(aggregation: str) -> str:
@@ -32,8 +35,11 @@ def aggregate(
     per_token = [ll / n for ll, n in zip(log_likelihoods, token_counts)]
     if aggregation == "mean":
         return (math.fsum(per_token[split:]) - math.fsum(per_token[:split])) / len(per_token)
+    if aggregation == "balanced":
+        praise = math.fsum(log_likelihoods[split:]) / positive if positive else 0.0
+        return praise - math.fsum(log_likelihoods[:split]) / split if split else praise
     if positive:
-        raise ValueError(f"the {aggregation!r} aggregation takes no positive follow-ups; use 'sum' or 'mean'")
+        raise ValueError(f"the {aggregation!r} aggregation takes no positive follow-ups; use 'sum', 'mean' or 'balanced'")
     if aggregation == "perplexity":
         return math.fsum(math.exp(-x) for x in per_token) / len(per_token)
     raise ValueError(f"unknown aggregation {aggregation!r}; choose one of {AGGREGATIONS}")

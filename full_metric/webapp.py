@@ -168,7 +168,7 @@ def choose_settings(
         raise InputError(f"a follow-up cannot be both negative and positive: {sorted(both)[0]!r}")
     agg = scorer.aggregation if aggregation == FROM_PRESET else aggregation
     if positive and agg == "perplexity":
-        raise InputError("the perplexity aggregation takes no positive follow-ups; choose sum or mean")
+        raise InputError("the perplexity aggregation takes no positive follow-ups; choose sum, mean or balanced")
     return {"follow_ups": follow_ups, "positive_follow_ups": positive, "aggregation": agg}
 
 

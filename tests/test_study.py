@@ -43,7 +43,7 @@ def test_signed_scores_match_the_scorer_aggregation():
     table = _table("usr-a", "m", [], 5, 0)
     data = slice_data([table], "turn")
     chosen = [NEGATIVE[0], NEGATIVE[3], POSITIVE[1]]
-    for aggregation in ("sum", "mean"):
+    for aggregation in ("sum", "mean", "balanced"):
         index = [TEXTS.index(f) for f in chosen]
         expected = [aggregate([row.log_likelihoods[j] for j in index], [table.token_counts[j] for j in index],
                               aggregation, positive=1) for row in table.items]
@@ -75,7 +75,7 @@ def test_leave_one_out_never_uses_the_held_out_set():
     must be ``a``/``b``'s planted follow-ups, and it must do badly on ``c``."""
     good, other = NEGATIVE[:5], NEGATIVE[10:15]
     tables = [_table("usr-a", "m", good, 50, 5), _table("usr-b", "m", good, 50, 6), _table("usr-c", "m", other, 50, 7)]
-    variants, _ = build_variants(tables)
+    variants, _, _ = build_variants(tables)
     folds = {f.held_out: f for f in leave_one_out(variants)}
     fold_c = folds["usr-c"]
     assert set(fold_c.follow_ups) == set(good) and fold_c.config.rule == "top 5 negative, selected"
@@ -90,8 +90,9 @@ def test_leave_one_out_never_uses_the_held_out_set():
 def test_variants_include_model_averages_and_reject_missing_tables():
     tables = [_table(d, m, [], 10, k) for k, (d, m) in enumerate([("fed", "m1"), ("usr-a", "m1"), ("fed", "m2"),
                                                                   ("usr-a", "m2")])]
-    variants, family = build_variants(tables)
+    variants, family, settings = build_variants(tables)
     assert sorted(family.values()) == ["average", "m1", "m2"]
+    assert settings["m1 · speaker"] == {"model": "m1", "rendering": "speaker", "max_turns": 50, "context_budget": None}
     with pytest.raises(ValueError, match="without a table for every data set"):
         build_variants(tables[:3])
 
@@ -147,3 +148,75 @@ def test_score_candidates_and_study_commands(tmp_path, tiny_blenderbot_path):
     assert "Leave one data set out" in report and "## Every configuration" in report
     results = json.loads((tmp_path / "study" / "results.json").read_text())
     assert [f["held_out"] for f in results["protocols"][0]["folds"]] == ["set-a", "set-b"]
+
+
+def test_presets_are_the_study_choice():
+    """Each shipped study preset is the configuration the study chose on all three sets for that
+    model family (reports/study/results.json, written by `full-metric study`)."""
+    from pathlib import Path
+
+    from full_metric.presets import STUDY_PRESETS
+
+    results = json.loads((Path(__file__).parent.parent / "reports" / "study" / "results.json").read_text())
+    finals = {p["family"]: p["final"] for p in results["protocols"]}
+    assert STUDY_PRESETS, "no study preset is shipped"
+    for name, preset in STUDY_PRESETS.items():
+        final = finals[preset["family"]]
+        chosen = final["follow_ups"]
+        assert preset["follow_ups"] == tuple(f for f in chosen if SIGN.get(f, -1) < 0), name
+        assert preset["positive_follow_ups"] == tuple(f for f in chosen if SIGN.get(f, -1) > 0), name
+        assert preset["aggregation"] == final["aggregation"], name
+        assert preset["rendering"] == final["settings"]["rendering"], name
+        assert preset["max_turns"] == final["settings"]["max_turns"], name
+
+
+@pytest.fixture(scope="module")
+def chat_llama_folder(tmp_path_factory, tiny_models, tokenizer):
+    """The tiny Llama saved with a chat template, as a local model folder (decoder-only presets)."""
+    folder = tmp_path_factory.mktemp("chat-llama")
+    tok = tokenizer.__class__.from_pretrained(tokenizer.name_or_path)
+    tok.chat_template = "{% for m in messages %}<s>{{ m['role'] }}: {{ m['content'] }}</s>\n{% endfor %}"
+    tiny_models["llama"].save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+def test_study_presets_everywhere(chat_llama_folder):
+    """A study preset sets follow-ups of both signs, aggregation and rendering in the scorer, the
+    metric, the command line and the app, and its scores are the study's arithmetic."""
+    from full_metric import PRESETS
+    from full_metric.metric import FULL
+    from full_metric.presets import STUDY_PRESETS
+    from full_metric.webapp import FROM_PRESET, choose_settings
+
+    contexts, responses = [["Hi!", "How was your weekend?"], ["I adopted a puppy!"]], ["Great, I went hiking.", "Tires."]
+    for name, preset in STUDY_PRESETS.items():
+        assert name in PRESETS
+        scorer = FullScorer(str(chat_llama_folder), preset=name, device="cpu", progress=False)
+        assert (scorer.follow_ups, scorer.positive_follow_ups) == (preset["follow_ups"], preset["positive_follow_ups"])
+        assert scorer.rendering == preset["rendering"] and scorer.aggregation == preset["aggregation"]
+        result = scorer.score(contexts, responses)
+        n_neg = len(preset["follow_ups"])
+        table = LogLikTable("x", "m", scorer.rendering, scorer.max_turns, None, list(result.follow_ups),
+                            result.follow_up_token_counts, result.signature,
+                            [TableItem("turn", {"human": 1.0}, 1, row) for row in result.follow_up_log_likelihoods])
+        assert result.scores == pytest.approx(signed_scores(slice_data([table], "turn"), result.follow_ups,
+                                                            preset["aggregation"]))
+        assert result.follow_ups[n_neg:] == preset["positive_follow_ups"]
+        metric = FULL(model=str(chat_llama_folder), preset=name, device="cpu", progress=False)
+        out = metric.compute(predictions=responses, references=contexts)
+        assert out["scores"] == pytest.approx(result.scores) and out["positive_follow_ups"] == list(preset["positive_follow_ups"])
+        assert choose_settings(scorer, FROM_PRESET, "", "", FROM_PRESET)["positive_follow_ups"] == preset["positive_follow_ups"]
+
+
+def test_study_preset_on_the_command_line(chat_llama_folder, tmp_path):
+    from full_metric.presets import STUDY_PRESETS
+
+    name = next(iter(STUDY_PRESETS))
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text('{"context": ["Hi!"], "response": "Hello."}\n')
+    assert main(["score", str(src), "-o", str(out), "--model", str(chat_llama_folder), "--device", "cpu",
+                 "--preset", name, "--no-progress"]) == 0
+    line = json.loads(out.read_text())
+    preset = STUDY_PRESETS[name]
+    assert list(line["follow_up_log_likelihoods"]) == [*preset["follow_ups"], *preset["positive_follow_ups"]]
