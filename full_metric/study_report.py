@@ -7,6 +7,7 @@ score-candidates``) and writes Markdown and JSON.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -14,8 +15,8 @@ from .follow_ups import CANDIDATES
 from .human_eval import LEVELS
 from .loglik_tables import LogLikTable
 from .study import (
-    STUDY_AGGREGATIONS, Config, Slice, SliceData, choose, data_set_mean, evaluate, follow_up_rules,
-    leave_one_out, length_baseline, rule_scores, slice_data,
+    STUDY_AGGREGATIONS, Config, Slice, SliceData, choose, covers, data_set_mean, evaluate, follow_up_rules,
+    leave_one_out, length_baseline, rule_scores, signed_scores, slice_data, spearman,
 )
 
 #: The issue's targets (Spearman, out-of-selection) per slice name.
@@ -98,6 +99,10 @@ def write_study(
     """Run the study on ``tables``; write ``report.md`` and ``results.json`` into ``out_dir``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    counts = Counter(_variant_name(t) for t in tables)
+    every = max(counts.values())
+    partial = [t for t in tables if counts[_variant_name(t)] < every]
+    tables = [t for t in tables if counts[_variant_name(t)] == every]
     variants, family, settings = build_variants(tables)
     rules = follow_up_rules()
     slices = sorted({s for v in variants.values() for s in v}, key=lambda s: (s.data_set != "fed", s.data_set, s.level != "turn"))
@@ -185,6 +190,22 @@ def write_study(
         lines.append(f"| {p['family']} | {c.variant}; {c.rule}; {c.aggregation} | "
                      + "; ".join(follow_ups[:10]) + (" ..." if len(follow_ups) > 10 else "") + " | "
                      + " | ".join(_cell(p["in_sample"][s]) for s in slices) + " |")
+    if partial:
+        lines += ["", "## Descriptive only: variants not scored on every set", "",
+                  "These tables miss a data set, so they take no part in any choice; fixed follow-up sets only.", "",
+                  "| model · rendering | set | follow-ups | " + " | ".join(STUDY_AGGREGATIONS) + " |",
+                  "|---" * (len(STUDY_AGGREGATIONS) + 3) + "|"]
+        for table in partial:
+            data = _slices([[table]])
+            for rule_name, (rule, driven) in rules.items():
+                if driven or not covers(data, rule([])):
+                    continue
+                for s_, d in data.items():
+                    cells = [_cell(spearman(signed_scores(d, rule([]), a), d.human), s_.name) for a in STUDY_AGGREGATIONS]
+                    lines.append(f"| {_variant_name(table)} | {s_.name} | {rule_name} | " + " | ".join(cells) + " |")
+            for s_, v in length_baseline(data).items():
+                lines.append(f"| {_variant_name(table)} | {s_.name} | length baseline | {_cell(v)} | | |")
+        lines += ["", "Commands: " + "; ".join(f"`{t.command}`" for t in partial)]
     lines += ["", "## Every configuration", "",
               "Data-chosen follow-up sets are chosen without the set each number is on (leave one set "
               "out); the rest involve no data. Picking the best row of this table after seeing it is "
