@@ -41,7 +41,7 @@ def _scorer_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("--preset", choices=sorted(PRESETS))
     command.add_argument("--rendering", choices=RENDERINGS)
     command.add_argument("--batch-size", type=int)
-    command.add_argument("--max-turns", type=int, default=50, help="the most context turns kept, newest (default 50)")
+    command.add_argument("--max-turns", type=int, help="the most context turns kept, newest (default: the preset's, 50)")
     command.add_argument("--context-budget", type=int, help="the most context tokens the model reads")
     command.add_argument("--device", help="cuda, mps, cpu... (default: the best available)")
     command.add_argument("--dtype", choices=("float32", "bfloat16", "float16"))

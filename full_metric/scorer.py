@@ -64,7 +64,7 @@ def resolve_positive(
     return chosen
 
 
-def _check_signs(positive: Sequence[str], aggregation: str) -> None:
+def check_signs(positive: Sequence[str], aggregation: str) -> None:
     """Positive follow-ups need an aggregation that can turn their sign."""
     if positive and aggregation == "perplexity":
         raise ValueError("the 'perplexity' aggregation takes no positive follow-ups; use 'sum', 'mean' or 'balanced'")
@@ -88,7 +88,7 @@ def check_settings(
     negative = resolve_follow_ups(follow_ups, defaults["follow_ups"])
     positive = resolve_positive(positive_follow_ups, defaults.get("positive_follow_ups", ()), negative)
     aggregation = check_aggregation(aggregation or defaults["aggregation"])
-    _check_signs(positive, aggregation)
+    check_signs(positive, aggregation)
     return {
         "preset": preset,
         "follow_ups": negative,
@@ -277,7 +277,7 @@ class FullScorer:
             positive_follow_ups = self.positive_follow_ups if follow_ups is None else ()
         pos = resolve_positive(positive_follow_ups, (), fus)
         agg = self.aggregation if aggregation is None else check_aggregation(aggregation)
-        _check_signs(pos, agg)
+        check_signs(pos, agg)
         size = self.batch_size if batch_size is None else check_batch_size(batch_size)
         if engine not in ENGINES:
             raise ValueError(f"unknown engine {engine!r}; choose one of {ENGINES}")

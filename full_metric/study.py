@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from .aggregate import aggregate
 from .correlation import correlate
 from .follow_ups import CANDIDATES, PAPER_FIVE
 from .loglik_tables import LogLikTable
@@ -97,20 +98,16 @@ def signed_scores(data: SliceData, follow_ups: Sequence[str], aggregation: str) 
     Negative follow-ups have sign -1 (the paper's score), positive ones +1; a follow-up that is
     not a Table 3 candidate counts as negative.
     """
-    index = [data.follow_ups.index(f) for f in follow_ups]
-    signs = [SIGN.get(f, -1) for f in follow_ups]
-    if aggregation == "sum":
-        weights = [float(s) for s in signs]
-    elif aggregation == "mean":
-        weights = [s / (data.token_counts[j] * len(index)) for s, j in zip(signs, index)]
-    elif aggregation == "balanced":
-        count = {s: signs.count(s) for s in (1, -1)}
-        weights = [s / count[s] for s in signs]
-    else:
+    negative = [f for f in follow_ups if SIGN.get(f, -1) < 0]
+    positive = [f for f in follow_ups if SIGN.get(f, -1) > 0]
+    if aggregation not in STUDY_AGGREGATIONS:
         raise ValueError(f"unknown study aggregation {aggregation!r}; choose one of {STUDY_AGGREGATIONS}")
+    index = [data.follow_ups.index(f) for f in (*negative, *positive)]
+    counts = [data.token_counts[j] for j in index]
     models = data.log_likelihoods
     return [
-        math.fsum(math.fsum(w * model[i][j] for w, j in zip(weights, index)) for model in models) / len(models)
+        math.fsum(aggregate([model[i][j] for j in index], counts, aggregation, len(positive)) for model in models)
+        / len(models)
         for i in range(len(data.human))
     ]
 

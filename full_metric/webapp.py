@@ -21,7 +21,7 @@ from typing import Any, Sequence
 from .aggregate import AGGREGATIONS
 from .dialog_files import parse_json_lines
 from .follow_ups import NAMED_SETS, PAPER_FIVE, validate_follow_ups
-from .scorer import PRESETS, FullScorer
+from .scorer import PRESETS, FullScorer, check_signs, resolve_positive
 from .turns import split_turns, strip_speaker
 
 
@@ -163,12 +163,12 @@ def choose_settings(
     else:
         follow_ups = choose_follow_ups(choice, custom_text)
         positive = _lines(positive_text, "custom positive follow-ups") if choice == CUSTOM and positive_text.strip() else ()
-    both = set(follow_ups) & set(positive)
-    if both:
-        raise InputError(f"a follow-up cannot be both negative and positive: {sorted(both)[0]!r}")
     agg = scorer.aggregation if aggregation == FROM_PRESET else aggregation
-    if positive and agg == "perplexity":
-        raise InputError("the perplexity aggregation takes no positive follow-ups; choose sum, mean or balanced")
+    try:
+        resolve_positive(positive, (), follow_ups)
+        check_signs(positive, agg)
+    except ValueError as error:
+        raise InputError(str(error)) from None
     return {"follow_ups": follow_ups, "positive_follow_ups": positive, "aggregation": agg}
 
 
