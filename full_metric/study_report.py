@@ -145,7 +145,8 @@ def write_study(
         "Spearman correlation with the human *Overall* rating (FED: mean of the annotators; USR: mean "
         "of 3). Slices: " + ", ".join(f"{s.name} (n={len(variants[next(iter(variants))][s].human)})" for s in slices)
         + ". Every configuration is arithmetic on the tables: one scoring pass per model, rendering "
-        "and context window over all 63 Table 3 candidates.", "",
+        "and context window over Table 3's candidates (all 63, or the number the variant's name "
+        "gives); a follow-up set is tried only on variants that scored all its follow-ups.", "",
         "**Selection protocol.** Leave one data set out: for each of FED, USR-TopicalChat and "
         "USR-PersonaChat, every choice (model or average, rendering, follow-up set, the follow-ups of "
         "a data-chosen set, aggregation) is made on the other two sets only (mean Spearman, each set's "
