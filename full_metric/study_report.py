@@ -8,15 +8,29 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from .follow_ups import CANDIDATES
 from .human_eval import LEVELS
 from .loglik_tables import LogLikTable
 from .study import (
-    STUDY_AGGREGATIONS, Config, Slice, SliceData, choose, covers, data_set_mean, evaluate, follow_up_rules,
-    leave_one_out, length_baseline, rule_scores, signed_scores, slice_data, spearman,
+    STUDY_AGGREGATIONS,
+    Config,
+    Slice,
+    SliceData,
+    choose,
+    covers,
+    data_set_mean,
+    evaluate,
+    follow_up_rules,
+    leave_one_out,
+    length_baseline,
+    rule_scores,
+    signed_scores,
+    slice_data,
+    spearman,
 )
 
 #: The issue's targets (Spearman, out-of-selection) per slice name.
@@ -187,7 +201,7 @@ def write_study(
               "| choosing among | configuration | follow-ups | " + " | ".join(names) + " |",
               "|---" * (len(names) + 3) + "|"]
     for p in protocols:
-        score, c, follow_ups = p["final"]
+        _, c, follow_ups = p["final"]
         lines.append(f"| {p['family']} | {c.variant}; {c.rule}; {c.aggregation} | "
                      + "; ".join(follow_ups[:10]) + (" ..." if len(follow_ups) > 10 else "") + " | "
                      + " | ".join(_cell(p["in_sample"][s]) for s in slices) + " |")

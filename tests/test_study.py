@@ -13,9 +13,16 @@ from full_metric.cli import main
 from full_metric.follow_ups import CANDIDATES, PAPER_FIVE
 from full_metric.loglik_tables import LogLikTable, TableItem, read_table, write_table
 from full_metric.study import (
-    SIGN, Config, Slice, choose, leave_one_out, signed_scores, slice_data, top_follow_ups,
+    SIGN,
+    Config,
+    Slice,
+    choose,
+    leave_one_out,
+    signed_scores,
+    slice_data,
+    top_follow_ups,
 )
-from full_metric.study_report import build_variants, write_study
+from full_metric.study_report import build_variants
 
 TEXTS = [c.text for c in CANDIDATES]
 NEGATIVE = [c.text for c in CANDIDATES if c.polarity == "negative"]
@@ -90,7 +97,7 @@ def test_leave_one_out_never_uses_the_held_out_set():
 def test_variants_include_model_averages_and_reject_missing_tables():
     tables = [_table(d, m, [], 10, k) for k, (d, m) in enumerate([("fed", "m1"), ("usr-a", "m1"), ("fed", "m2"),
                                                                   ("usr-a", "m2")])]
-    variants, family, settings = build_variants(tables)
+    _, family, settings = build_variants(tables)
     assert sorted(family.values()) == ["average", "m1", "m2"]
     assert settings["m1 · speaker"] == {"model": "m1", "rendering": "speaker", "max_turns": 50, "context_budget": None}
     with pytest.raises(ValueError, match="without a table for every data set"):
@@ -168,6 +175,21 @@ def test_presets_are_the_study_choice():
         assert preset["aggregation"] == final["aggregation"], name
         assert preset["rendering"] == final["settings"]["rendering"], name
         assert preset["max_turns"] == final["settings"]["max_turns"], name
+    families = {p["family"] for p in results["protocols"]} - {"any (models and averages)"}
+    assert {p["family"] for p in STUDY_PRESETS.values()} == families, "a model family of the study has no preset"
+
+
+def test_presets_module_is_generated_from_the_results():
+    """full_metric/presets.py is what reports/study/make_presets.py writes from results.json."""
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).parent.parent
+    spec = importlib.util.spec_from_file_location("make_presets", root / "reports" / "study" / "make_presets.py")
+    make_presets = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_presets)
+    results = json.loads((root / "reports" / "study" / "results.json").read_text())
+    assert make_presets.presets_source(results) == (root / "full_metric" / "presets.py").read_text()
 
 
 @pytest.fixture(scope="module")
