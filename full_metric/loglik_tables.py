@@ -9,10 +9,9 @@ file; :func:`score_table` makes one with a scorer.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from .human_eval import LEVELS, score_items
 from .rated_files import RatedData

@@ -22,8 +22,8 @@ sets only, and the chosen configuration is then reported on the held-out set.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Callable, Sequence
 
 from .aggregate import aggregate
 from .correlation import correlate
@@ -280,22 +280,6 @@ def rule_scores(
 
 
 __all__ = [
-    "SIGN",
-    "Config",
-    "Fold",
-    "Slice",
-    "SliceData",
-    "choose",
-    "covers",
-    "data_set_mean",
-    "evaluate",
-    "follow_up_correlations",
-    "follow_up_rules",
-    "leave_one_out",
-    "length_baseline",
-    "rule_scores",
-    "signed_scores",
-    "slice_data",
-    "spearman",
-    "top_follow_ups",
+    "Config", "Fold", "SIGN", "Slice", "SliceData", "choose", "covers", "data_set_mean", "evaluate", "follow_up_correlations", "follow_up_rules",
+    "leave_one_out", "length_baseline", "rule_scores", "signed_scores", "slice_data", "spearman", "top_follow_ups",
 ]

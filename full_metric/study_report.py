@@ -8,29 +8,15 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from .follow_ups import CANDIDATES
 from .human_eval import LEVELS
 from .loglik_tables import LogLikTable
 from .study import (
-    STUDY_AGGREGATIONS,
-    Config,
-    Slice,
-    SliceData,
-    choose,
-    covers,
-    data_set_mean,
-    evaluate,
-    follow_up_rules,
-    leave_one_out,
-    length_baseline,
-    rule_scores,
-    signed_scores,
-    slice_data,
-    spearman,
+    STUDY_AGGREGATIONS, Config, Slice, SliceData, choose, covers, data_set_mean, evaluate, follow_up_rules,
+    leave_one_out, length_baseline, rule_scores, signed_scores, slice_data, spearman,
 )
 
 #: The issue's targets (Spearman, out-of-selection) per slice name.

@@ -13,14 +13,7 @@ from full_metric.cli import main
 from full_metric.follow_ups import CANDIDATES, PAPER_FIVE
 from full_metric.loglik_tables import LogLikTable, TableItem, read_table, write_table
 from full_metric.study import (
-    SIGN,
-    Config,
-    Slice,
-    choose,
-    leave_one_out,
-    signed_scores,
-    slice_data,
-    top_follow_ups,
+    SIGN, Config, Slice, choose, leave_one_out, signed_scores, slice_data, top_follow_ups,
 )
 from full_metric.study_report import build_variants
 
