@@ -205,7 +205,8 @@ def write_study(
                     cells = [_cell(spearman(signed_scores(d, rule([]), a), d.human), s_.name) for a in STUDY_AGGREGATIONS]
                     lines.append(f"| {_variant_name(table)} | {s_.name} | {rule_name} | " + " | ".join(cells) + " |")
             for s_, v in length_baseline(data).items():
-                lines.append(f"| {_variant_name(table)} | {s_.name} | length baseline | {_cell(v)} | | |")
+                lines.append(f"| {_variant_name(table)} | {s_.name} | length baseline | {_cell(v)} |"
+                             + " |" * (len(STUDY_AGGREGATIONS) - 1))
         lines += ["", "Commands: " + "; ".join(f"`{t.command}`" for t in partial)]
     lines += ["", "## Every configuration", "",
               "Data-chosen follow-up sets are chosen without the set each number is on (leave one set "
