@@ -1,22 +1,29 @@
-"""Token ids in, follow-up log-likelihoods out: the batched engines and the plain oracle.
+"""Token ids in, follow-up log-likelihoods out: the generic, packed and oracle engines.
 
 Every function returns, for each dialog, one ``(sum of token log-probabilities, token count)``
 pair per target (follow-up), in target order. Log-probabilities are always computed in float32,
 whatever the model's dtype.
 
 - :func:`oracle_log_likelihoods`: one dialog and one follow-up per forward pass, no padding.
-  Slow and obviously right; the tests hold every optimised path to it.
-- :func:`batched_log_likelihoods`: many dialogs per pass. Encoder-decoder models encode each
-  dialog once. For the BART family (BART, BlenderBot, BlenderBot-small, Marian, Pegasus, mBART)
-  all follow-ups of a dialog are packed into one decoder row, with a block-diagonal causal mask
-  and positions that restart at every follow-up, so the cross-attention keys and values are
-  computed once per dialog and never copied; other encoder-decoders (T5) decode one row per
-  follow-up against a copy of the encoding. Decoder-only models run the contexts once
-  (plain causal attention, keys and values kept in the cache), then all follow-ups of a dialog
-  as one row after its cached context, with an attention mask that lets each follow-up see the
-  context and itself only, and positions that restart every follow-up where the context ends:
-  the context's keys and values are shared by all follow-ups without being copied; logits are
-  computed at follow-up positions only.
+  Slow and obviously right; the tests and the scorer's self-check hold every other path to it.
+- :func:`generic_log_likelihoods`: correct for any causal or sequence-to-sequence language
+  model by construction, as lm-evaluation-harness's ``loglikelihood`` is: one row per (dialog,
+  follow-up) pair through the model's own ``forward`` (its own masks, positions, head scaling,
+  recurrent state), right padding (every row's real tokens sit where they would alone, and a
+  causal model never reads the padding after them) and a standard 0/1 attention mask. Causal
+  models: context + follow-up per row, logits kept for the follow-up positions only where the
+  model's forward offers ``logits_to_keep``. Encoder-decoders: each dialog encoded once, one
+  decoder row per follow-up against a copy of the encoding.
+- :func:`packed_log_likelihoods`: the fast path, taken only for the model families of
+  :mod:`full_metric.paths` on which it is proven equal to the oracle. For the BART family (BART,
+  BlenderBot, BlenderBot-small, Marian, Pegasus, mBART) all follow-ups of a dialog are packed
+  into one decoder row, with a block-diagonal causal mask and positions that restart at every
+  follow-up, so the cross-attention keys and values are computed once per dialog and never
+  copied. Decoder-only models run the contexts once (plain causal attention, keys and values
+  kept in the cache), then all follow-ups of a dialog as one row after its cached context, with
+  an attention mask that lets each follow-up see the context and itself only, and positions
+  that restart every follow-up where the context ends: the context's keys and values are shared
+  by all follow-ups without being copied; logits are computed at follow-up positions only.
 """
 
 from __future__ import annotations
@@ -27,8 +34,10 @@ from typing import Any, Sequence
 import torch
 
 LogLik = tuple[float, int]
-#: The most logits (rows x positions x vocabulary) held at once by the decoder-only engine.
+#: The most logits (rows x positions x vocabulary) held at once by the decoder-only engines.
 LOGIT_BUDGET = 8_000_000
+#: The engines' names: ``packed`` and ``generic`` score many dialogs per pass, ``oracle`` one pair.
+PATHS = ("packed", "generic", "oracle")
 
 
 def _token_log_probs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -78,30 +87,42 @@ def _pad(rows: Sequence[Sequence[int]], value: int, device: torch.device) -> tup
     return ids.to(device), mask.to(device)
 
 
+def dialog_tokens(path: str, is_encoder_decoder: bool, context_length: int, targets: Sequence[Sequence[int]]) -> int:
+    """The padded tokens one dialog puts in a forward pass of ``path`` (for token budgets)."""
+    if is_encoder_decoder:
+        return context_length  # the decoder rows are short beside the encoder's
+    if path == "packed":
+        return context_length + sum(len(t) for t in targets)
+    return len(targets) * (context_length + max(len(t) for t in targets))
+
+
 @torch.inference_mode()
-def batched_log_likelihoods(
+def packed_log_likelihoods(
     model: Any, contexts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]], pad_id: int
 ) -> list[list[LogLik]]:
-    """Score every target after every context, all in one batch (see the module docstring)."""
+    """Score every target after every context with the packed fast path (see the module docstring).
+    Only for the model families :func:`full_metric.paths.choose_path` admits."""
     if model.config.is_encoder_decoder:
-        return _encoder_decoder_batch(model, contexts, targets, pad_id)
+        hidden, enc_mask = _encode(model, contexts, pad_id)
+        return _packed_decoder(model, hidden, enc_mask, targets)
     return _decoder_only_batch(model, contexts, targets, pad_id)
 
 
-#: Encoder-decoder families whose decoder takes learned or sinusoidal positions from an
-#: ``embed_positions(..., position_ids=...)`` call, so that packed follow-ups can restart them.
-PACKABLE_ENCODER_DECODERS = ("bart", "mbart", "plbart", "blenderbot", "blenderbot-small", "marian", "pegasus")
-
-
-def _encoder_decoder_batch(
+@torch.inference_mode()
+def generic_log_likelihoods(
     model: Any, contexts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]], pad_id: int
 ) -> list[list[LogLik]]:
-    device = model.device
-    enc_ids, enc_mask = _pad(contexts, pad_id, device)
-    hidden = model.get_encoder()(input_ids=enc_ids, attention_mask=enc_mask).last_hidden_state
-    if model.config.model_type in PACKABLE_ENCODER_DECODERS:
-        return _packed_decoder(model, hidden, enc_mask, targets)
-    return _repeated_decoder(model, hidden, enc_mask, targets, pad_id)
+    """Score every target after every context through the model's own forward, one row per pair
+    (see the module docstring): correct for any causal or sequence-to-sequence language model."""
+    if model.config.is_encoder_decoder:
+        hidden, enc_mask = _encode(model, contexts, pad_id)
+        return _repeated_decoder(model, hidden, enc_mask, targets, pad_id)
+    return _generic_decoder_only(model, contexts, targets, pad_id)
+
+
+def _encode(model: Any, contexts: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    enc_ids, enc_mask = _pad(contexts, pad_id, model.device)
+    return model.get_encoder()(input_ids=enc_ids, attention_mask=enc_mask).last_hidden_state, enc_mask
 
 
 def _segments(targets: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -257,3 +278,60 @@ def _output_logits(model: Any, hidden: torch.Tensor) -> torch.Tensor:
     if cap:
         logits = torch.tanh(logits / cap) * cap
     return logits
+
+
+def _keep_keyword(model: Any) -> str | None:
+    """The keyword by which the model's forward computes logits for the last positions only."""
+    params = inspect.signature(model.forward).parameters
+    return next((k for k in ("logits_to_keep", "num_logits_to_keep") if k in params), None)
+
+
+def _generic_decoder_only(
+    model: Any, contexts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]], pad_id: int
+) -> list[list[LogLik]]:
+    device = model.device
+    pairs = [(i, j) for i in range(len(contexts)) for j in range(len(targets))]
+    keep_keyword = _keep_keyword(model)
+    vocab = model.get_output_embeddings().weight.shape[0]
+    sums = torch.zeros(len(contexts), len(targets))
+    start = 0
+    while start < len(pairs):
+        # as many rows as keep the logits (rows x kept positions x vocabulary) within the budget
+        end, shortest, width = start, None, 0
+        while end < len(pairs):
+            i, j = pairs[end]
+            low = len(contexts[i]) if shortest is None else min(shortest, len(contexts[i]))
+            wide = max(width, len(contexts[i]) + len(targets[j]))
+            kept = wide - low + 1 if keep_keyword else wide
+            if end > start and (end - start + 1) * kept * vocab > 4 * LOGIT_BUDGET:
+                break
+            shortest, width, end = low, wide, end + 1
+        chunk = pairs[start:end]
+        rows = [(*contexts[i], *targets[j]) for i, j in chunk]
+        ids, mask = _pad(rows, pad_id, device)  # right padding: positions as in a row alone
+        kwargs = {keep_keyword: width - shortest + 1} if keep_keyword else {}
+        logits = model(input_ids=ids, attention_mask=mask, use_cache=False, **kwargs).logits
+        lead = width - logits.shape[1]  # the positions before the first logit the model returned
+        # the logit at position p predicts token p + 1: labels are the ids shifted by one, kept
+        # at follow-up positions only
+        labels = torch.full((len(chunk), logits.shape[1]), 0, dtype=torch.long)
+        scored = torch.zeros(labels.shape, dtype=torch.bool)
+        for r, (i, j) in enumerate(chunk):
+            at = len(contexts[i]) - 1 - lead
+            labels[r, at : at + len(targets[j])] = torch.tensor(list(targets[j]))
+            scored[r, at : at + len(targets[j])] = True
+        lp = torch.where(scored.to(device), _token_log_probs(logits, labels.to(device)), 0.0)
+        for (i, j), value in zip(chunk, lp.sum(-1).tolist()):
+            sums[i, j] = value
+        start = end
+    return [[(float(sums[i, j]), len(t)) for j, t in enumerate(targets)] for i in range(len(contexts))]
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """Whether ``error`` is an out-of-memory error of any device torch runs on (CUDA, MPS, CPU...)."""
+    if isinstance(error, torch.OutOfMemoryError):
+        return True
+    text = str(error).lower()
+    return isinstance(error, RuntimeError) and any(
+        s in text for s in ("out of memory", "can't allocate memory", "not enough memory", "failed to allocate")
+    )

@@ -7,6 +7,8 @@ import gc
 import hashlib
 import logging
 import os
+import threading
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +48,21 @@ class LoadedModel:
                 return value
         limit = getattr(self.tokenizer, "model_max_length", None)
         return int(limit) if isinstance(limit, int) and 0 < limit < 1_000_000 else 512
+
+
+_LOCKS: "weakref.WeakKeyDictionary[Any, threading.RLock]" = weakref.WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()
+
+
+def model_lock(model: Any) -> threading.RLock:
+    """The one lock of a model object, shared by every scorer that uses it: a scoring call holds it
+    while it tokenises and runs the model, so concurrent calls (threads, an app's queues) never see
+    each other's per-call state (hooks, tokenizer settings) and give the numbers of sequential calls."""
+    with _LOCKS_GUARD:
+        lock = _LOCKS.get(model)
+        if lock is None:
+            lock = _LOCKS[model] = threading.RLock()
+        return lock
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:

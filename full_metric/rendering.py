@@ -153,14 +153,6 @@ class Renderer:
         """
         text = self.context_text(turns)
         tok = self.tokenizer
-        if self.rendering == "reference":
-            full = tok(text, verbose=False)["input_ids"]
-            side, tok.truncation_side = tok.truncation_side, "right"  # the package cut the end off
-            try:
-                ids = tok(text, truncation=True, max_length=max_tokens, verbose=False)["input_ids"]
-            finally:
-                tok.truncation_side = side
-            return EncodedDialog(tuple(ids), len(full) - len(ids))
         add_special = self.is_encoder_decoder or self.rendering != "chat_template"
         full = list(tok(text, add_special_tokens=add_special, verbose=False)["input_ids"])
         head, body, tail = self._split_special(text, full) if add_special else ([], full, [])
@@ -168,6 +160,8 @@ class Renderer:
         if keep < 1:
             raise ValueError(f"the context budget ({max_tokens} tokens) leaves no room for the dialog")
         dropped = max(0, len(body) - keep)
+        if self.rendering == "reference":  # the package cut the end off (truncation on the right)
+            return EncodedDialog(tuple(head + body[:keep] + tail), dropped)
         ids = head + body[dropped:] + tail
         if not ids:  # a decoder-only model needs at least one token to predict from
             start = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id

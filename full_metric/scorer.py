@@ -12,8 +12,11 @@ from .aggregate import aggregate, check_aggregation
 from .fine_grained import category_scores
 from .follow_ups import PAPER_FIVE, REFERENCE_PACKAGE_DEFAULT, resolve_follow_ups
 from .inputs import check_dialogs
-from .loglik import LogLik, batched_log_likelihoods, oracle_log_likelihoods
-from .models import DEFAULT_MODEL, load_model
+from .loglik import (
+    LogLik, dialog_tokens, generic_log_likelihoods, is_out_of_memory, oracle_log_likelihoods, packed_log_likelihoods,
+)
+from .models import DEFAULT_MODEL, load_model, model_lock
+from .paths import choose_path
 from .presets import STUDY_PRESETS
 from .rendering import Renderer, default_rendering
 from .result import FullResult, make_signature
@@ -28,7 +31,19 @@ PRESETS: dict[str, dict[str, Any]] = {
     "reference": {"follow_ups": REFERENCE_PACKAGE_DEFAULT, "aggregation": "perplexity", "rendering": "reference"},
     **STUDY_PRESETS,
 }
-ENGINES = ("batched", "oracle")
+#: ``batched``: the path chosen at load (``packed`` where proven, else ``generic``); ``generic``:
+#: one row per dialog and follow-up through the model's own forward; ``oracle``: one pass per pair.
+ENGINES = ("batched", "generic", "oracle")
+_BATCHED = {"packed": packed_log_likelihoods, "generic": generic_log_likelihoods}
+#: Two short dialogs (turn level) that every scorer scores with its path and with the oracle at load.
+SELF_CHECK_DIALOGS = (
+    ("Hi! How was your weekend?", "Great, I went hiking in the mountains with my sister."),
+    ("Do you like cooking?", "Not really.", "Why not? It can be fun.", "I always burn things, so I order food."),
+)
+#: The largest relative difference from the oracle the self-check accepts, by the model's dtype
+#: (half precision rounds differently in differently shaped passes).
+SELF_CHECK_TOLERANCE = {torch.float32: 1e-4, torch.float64: 1e-4}
+HALF_PRECISION_TOLERANCE = 5e-2
 #: Dialogs per forward pass when none is given: on a CPU small batches lose less to padding and
 #: run as fast per token; accelerators need wide batches.
 DEFAULT_BATCH_SIZE = {"cpu": 4, "accelerator": 32}
@@ -196,7 +211,42 @@ class FullScorer:
         self.renderer = Renderer(self.loaded.tokenizer, self.rendering, self.loaded.is_encoder_decoder)
         tok = self.loaded.tokenizer
         self.pad_id = next((t for t in (tok.pad_token_id, tok.eos_token_id, 0) if t is not None))
+        #: the engine of ``score``'s default ``engine="batched"``: ``"packed"`` or ``"generic"``
+        self.path, reason = choose_path(self.model)
+        logger.info("%s path: %s", self.path, reason)
+        #: the self-check's largest relative difference between ``path`` and the oracle
+        self.self_check_difference = self._self_check()
         logger.info("FULL scorer ready: %s", self.signature())
+
+    def _self_check(self) -> float:
+        """Score :data:`SELF_CHECK_DIALOGS` with the chosen path and the oracle. A packed path that
+        differs falls back to the generic path (with a warning); a generic path that differs means
+        no path can score this model, and the scorer refuses it."""
+        targets = [self.renderer.target_ids(f) for f in (*self.follow_ups, *self.positive_follow_ups)]
+        limit = self._context_limit(targets)
+        contexts = [self.renderer.encode(list(d), limit).context_ids for d in SELF_CHECK_DIALOGS]
+        kind = self.model.config.model_type
+        tolerance = SELF_CHECK_TOLERANCE.get(self.loaded.dtype, HALF_PRECISION_TOLERANCE)
+        with model_lock(self.model):
+            oracle = [oracle_log_likelihoods(self.model, c, targets) for c in contexts]
+            while True:
+                values = _BATCHED[self.path](self.model, contexts, targets, self.pad_id)
+                difference = max(
+                    abs(a - b) / max(abs(b), 1.0)
+                    for got, want in zip(values, oracle) for (a, _), (b, _) in zip(got, want)
+                )
+                if difference <= tolerance:
+                    return difference
+                if self.path == "generic":
+                    raise ValueError(
+                        f"model type {kind!r}: no scoring path reproduces the model's own forward pass "
+                        f"(relative difference {difference:.2e} from the oracle on the self-check)"
+                    )
+                logger.warning(
+                    "model type %r: the packed path differs from the oracle by %.2e (relative) on the "
+                    "self-check; scoring with the generic path", kind, difference,
+                )
+                self.path = "generic"
 
     # -- settings -----------------------------------------------------------------------------
     @property
@@ -229,7 +279,7 @@ class FullScorer:
 
     def signature(
         self, follow_ups: Sequence[str] | None = None, level: str = "turn", aggregation: str | None = None,
-        positive_follow_ups: Sequence[str] | None = None,
+        positive_follow_ups: Sequence[str] | None = None, path: str | None = None,
     ) -> str:
         """The signature string of these settings (see :func:`result.make_signature`)."""
         follow_ups = tuple(follow_ups) if follow_ups is not None else self.follow_ups
@@ -239,6 +289,7 @@ class FullScorer:
             model=self.loaded.name,
             revision=self.loaded.revision,
             dtype=str(self.loaded.dtype).removeprefix("torch."),
+            path=path or self.path,
             rendering=self.rendering,
             truncation=self._truncation_tag(self._context_limit(targets)),
             max_turns=self.max_turns,
@@ -265,8 +316,11 @@ class FullScorer:
         Dialog level: ``contexts`` are whole dialogs and ``responses`` is ``None``.
 
         ``follow_ups``, ``positive_follow_ups``, ``aggregation`` and ``batch_size`` override the
-        scorer's for this call (new ``follow_ups`` alone come with no positive ones). ``engine="oracle"``
-        scores one follow-up per forward pass without batching (the test oracle).
+        scorer's for this call (new ``follow_ups`` alone come with no positive ones). ``engine``:
+        ``"batched"`` (default) takes the scorer's :attr:`path`, ``"generic"`` the generic path,
+        ``"oracle"`` one follow-up per forward pass without batching (the test oracle). Concurrent
+        calls (threads) on scorers that share a model run one at a time and give the numbers of
+        sequential calls.
 
         Raises:
             TypeError, ValueError: bad input, naming the item, before any model work.
@@ -289,17 +343,19 @@ class FullScorer:
             dialogs = [d[-self.max_turns :] for d in dialogs]
 
         scored = (*fus, *pos)
-        targets = [self.renderer.target_ids(f) for f in scored]
-        limit = self._context_limit(targets)
-        encoded = [self.renderer.encode(d, limit) for d in dialogs]
-        unique: dict[tuple[int, ...], int] = {}
-        for e in encoded:
-            unique.setdefault(e.context_ids, len(unique))
-        contexts_ids = list(unique)
-        if engine == "oracle":
-            values = [oracle_log_likelihoods(self.model, c, targets) for c in tqdm(contexts_ids, disable=not show)]
-        else:
-            values = self._batched(contexts_ids, targets, size, show)
+        path = self.path if engine == "batched" else engine
+        with model_lock(self.model):
+            targets = [self.renderer.target_ids(f) for f in scored]
+            limit = self._context_limit(targets)
+            encoded = [self.renderer.encode(d, limit) for d in dialogs]
+            unique: dict[tuple[int, ...], int] = {}
+            for e in encoded:
+                unique.setdefault(e.context_ids, len(unique))
+            contexts_ids = list(unique)
+            if path == "oracle":
+                values = [oracle_log_likelihoods(self.model, c, targets) for c in tqdm(contexts_ids, disable=not show)]
+            else:
+                values = self._batched(path, contexts_ids, targets, size, show)
         per_dialog = [values[unique[e.context_ids]] for e in encoded]
         counts = [len(t) for t in targets]
         log_likelihoods = [[ll for ll, _ in v] for v in per_dialog]
@@ -309,31 +365,32 @@ class FullScorer:
             follow_up_token_counts=counts,
             follow_ups=scored,
             dropped_tokens=[e.dropped_tokens for e in encoded],
-            signature=self.signature(fus, level, agg, pos),
+            signature=self.signature(fus, level, agg, pos, path),
             category_scores=category_scores(scored, log_likelihoods),
             positive_follow_ups=pos,
         )
 
     def _batched(
-        self, contexts: list[tuple[int, ...]], targets: list[tuple[int, ...]], batch_size: int, show: bool
+        self, path: str, contexts: list[tuple[int, ...]], targets: list[tuple[int, ...]], batch_size: int, show: bool
     ) -> list[list[LogLik]]:
         """Length-sorted batches (longest first, so memory trouble shows at once) of at most
         ``batch_size`` dialogs and ``max_batch_tokens`` padded tokens; input order restored.
-        Out of memory, both limits are halved and the batch is tried again."""
+        Out of memory (on any device), both limits are halved and the batch is tried again."""
         order = sorted(range(len(contexts)), key=lambda i: -len(contexts[i]))
-        extra = 0 if self.loaded.is_encoder_decoder else sum(len(t) for t in targets)
+        engine = _BATCHED[path]
         budget = self.max_batch_tokens
         out: list[list[LogLik]] = [[] for _ in contexts]
         done = 0
         with tqdm(total=len(contexts), disable=not show, desc="FULL", unit="dialog") as bar:
             while done < len(order):
-                width = len(contexts[order[done]]) + extra  # the longest row of this batch
+                # the longest dialog of this batch
+                width = dialog_tokens(path, self.loaded.is_encoder_decoder, len(contexts[order[done]]), targets)
                 rows = max(1, min(batch_size, budget // width))
                 chunk = order[done : done + rows]
                 try:
-                    values = batched_log_likelihoods(self.model, [contexts[i] for i in chunk], targets, self.pad_id)
-                except torch.OutOfMemoryError:
-                    if len(chunk) == 1:
+                    values = engine(self.model, [contexts[i] for i in chunk], targets, self.pad_id)
+                except (torch.OutOfMemoryError, RuntimeError) as error:
+                    if len(chunk) == 1 or not is_out_of_memory(error):
                         raise
                     batch_size, budget = max(1, len(chunk) // 2), max(1, budget // 2)
                     logger.warning("out of memory: batch size lowered to %d", batch_size)
