@@ -209,6 +209,13 @@ def _sliding_window(model: Any) -> int | None:
     return getattr(config, "sliding_window", None)
 
 
+def _body(model: Any) -> Any:
+    """The decoder-only model without its output head (``base_model``; ``get_decoder()`` where
+    ``base_model`` is the model itself, as for Gemma 3 in transformers 4.x)."""
+    body = model.base_model
+    return model.get_decoder() if body is model else body
+
+
 def _new_cache(model: Any) -> tuple[str, Any]:
     """An empty key/value cache and the keyword the model's forward takes it by. Models with
     sliding-window layers get a cache that keeps every key (a sliding cache would drop the oldest
@@ -219,7 +226,7 @@ def _new_cache(model: Any) -> tuple[str, Any]:
         cache = DynamicCache() if _sliding_window(model) else DynamicCache(config=model.config)
     except TypeError:  # transformers before 4.56
         cache = DynamicCache()
-    params = inspect.signature(model.base_model.forward).parameters
+    params = inspect.signature(_body(model).forward).parameters
     return ("cache" if "cache" in params else "past_key_values"), cache
 
 
@@ -236,7 +243,7 @@ def _decoder_only_batch(
     # 1) the contexts, plain causal attention: padding sits after each context, so no real token
     #    sees it; the keys and values stay in the cache, one copy per dialog
     key, cache = _new_cache(model)
-    first = model.base_model(input_ids=ctx_ids, use_cache=True, **{key: cache}).last_hidden_state
+    first = _body(model)(input_ids=ctx_ids, use_cache=True, **{key: cache}).last_hidden_state
     last = first[torch.arange(n, device=device), (lengths - 1).to(device)]  # predicts each follow-up's first token
     del first
     # 2) all follow-ups of a dialog in one row after its cached context: each sees the context
@@ -255,7 +262,7 @@ def _decoder_only_batch(
                 "sliding_attention": _additive_mask((allowed & near).unsqueeze(1), dtype).to(device)}
     position = position.to(device)
     tail_ids = torch.tensor(tail, device=device).expand(n, -1)
-    hidden = model.base_model(
+    hidden = _body(model)(
         input_ids=tail_ids, attention_mask=mask, position_ids=position, use_cache=True, **{key: cache}
     ).last_hidden_state
     del cache
