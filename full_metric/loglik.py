@@ -14,7 +14,11 @@ whatever the model's dtype.
   models: context + follow-up per row, logits kept for the follow-up positions only where the
   model's forward offers ``logits_to_keep``. Encoder-decoders: each dialog encoded once, one
   decoder row per follow-up against a copy of the encoding.
-- :func:`packed_log_likelihoods`: the fast path, taken only for the model families of
+- :func:`cached_log_likelihoods`: decoder-only models, correct wherever the model's own cache
+  is (as generation relies on it): each context once through the model's forward with its cache,
+  then the follow-ups as one batch of rows (right padding) continuing from copies of that cache;
+  the model applies its own positions, windows, biases and head scaling.
+- :func:`packed_log_likelihoods`: the fastest path, taken only for the model families of
   :mod:`full_metric.paths` on which it is proven equal to the oracle. For the BART family (BART,
   BlenderBot, BlenderBot-small, Marian, Pegasus, mBART) all follow-ups of a dialog are packed
   into one decoder row, with a block-diagonal causal mask and positions that restart at every
@@ -37,7 +41,7 @@ LogLik = tuple[float, int]
 #: The most logits (rows x positions x vocabulary) held at once by the decoder-only engines.
 LOGIT_BUDGET = 8_000_000
 #: The engines' names: ``packed`` and ``generic`` score many dialogs per pass, ``oracle`` one pair.
-PATHS = ("packed", "generic", "oracle")
+PATHS = ("packed", "cached", "generic", "oracle")
 
 
 def _token_log_probs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -93,6 +97,8 @@ def dialog_tokens(path: str, is_encoder_decoder: bool, context_length: int, targ
         return context_length  # the decoder rows are short beside the encoder's
     if path == "packed":
         return context_length + sum(len(t) for t in targets)
+    if path == "cached":
+        return context_length + len(targets) * max(len(t) for t in targets)
     return len(targets) * (context_length + max(len(t) for t in targets))
 
 
@@ -101,11 +107,44 @@ def packed_log_likelihoods(
     model: Any, contexts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]], pad_id: int
 ) -> list[list[LogLik]]:
     """Score every target after every context with the packed fast path (see the module docstring).
-    Only for the model families :func:`full_metric.paths.choose_path` admits."""
+    Only for the model families :func:`full_metric.paths.choose_paths` admits."""
     if model.config.is_encoder_decoder:
         hidden, enc_mask = _encode(model, contexts, pad_id)
         return _packed_decoder(model, hidden, enc_mask, targets)
     return _decoder_only_batch(model, contexts, targets, pad_id)
+
+
+@torch.inference_mode()
+def cached_log_likelihoods(
+    model: Any, contexts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]], pad_id: int
+) -> list[list[LogLik]]:
+    """Score every target after every context through the model's own forward and its own cache,
+    as generation does (see the module docstring). Decoder-only models whose forward takes a cache."""
+    keyword = cache_keyword(model)
+    if keyword is None or model.config.is_encoder_decoder:
+        raise ValueError(f"model type {model.config.model_type!r} takes no key/value cache in its forward")
+    device = model.device
+    tgt_ids, tgt_mask = _pad(targets, pad_id, device)  # right padding: a causal row never reads it
+    keep = _keep_keyword(model)
+    out: list[list[LogLik]] = []
+    for context in contexts:
+        ids = torch.tensor([list(context)], device=device)
+        first = model(input_ids=ids, use_cache=True, **({keep: 1} if keep else {}))
+        cache = getattr(first, "cache", None) or getattr(first, "past_key_values", None)
+        cache.batch_repeat_interleave(len(targets))  # one copy of the context's cache per follow-up
+        mask = torch.cat([torch.ones(len(targets), len(context), dtype=tgt_mask.dtype, device=device), tgt_mask], 1)
+        rest = model(input_ids=tgt_ids, attention_mask=mask, use_cache=True, **{keyword: cache}).logits
+        # the context's last logit predicts each follow-up's first token, the follow-up's own the rest
+        logits = torch.cat([first.logits[:, -1:].expand(len(targets), -1, -1), rest[:, :-1]], dim=1)
+        lp = torch.where(tgt_mask.bool(), _token_log_probs(logits, tgt_ids), 0.0).sum(-1).tolist()
+        out.append([(lp[j], len(t)) for j, t in enumerate(targets)])
+    return out
+
+
+def cache_keyword(model: Any) -> str | None:
+    """The keyword by which the model's forward takes a key/value cache, if it takes one."""
+    params = inspect.signature(model.forward).parameters
+    return next((k for k in ("cache", "past_key_values") if k in params), None)
 
 
 @torch.inference_mode()

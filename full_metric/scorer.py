@@ -13,10 +13,10 @@ from .fine_grained import category_scores
 from .follow_ups import PAPER_FIVE, REFERENCE_PACKAGE_DEFAULT, resolve_follow_ups
 from .inputs import check_dialogs
 from .loglik import (
-    LogLik, dialog_tokens, generic_log_likelihoods, is_out_of_memory, oracle_log_likelihoods, packed_log_likelihoods,
+    LogLik, cached_log_likelihoods, dialog_tokens, generic_log_likelihoods, is_out_of_memory, oracle_log_likelihoods, packed_log_likelihoods,
 )
 from .models import DEFAULT_MODEL, load_model, model_lock
-from .paths import choose_path
+from .paths import choose_paths
 from .presets import STUDY_PRESETS
 from .rendering import Renderer, default_rendering
 from .result import FullResult, make_signature
@@ -31,10 +31,12 @@ PRESETS: dict[str, dict[str, Any]] = {
     "reference": {"follow_ups": REFERENCE_PACKAGE_DEFAULT, "aggregation": "perplexity", "rendering": "reference"},
     **STUDY_PRESETS,
 }
-#: ``batched``: the path chosen at load (``packed`` where proven, else ``generic``); ``generic``:
-#: one row per dialog and follow-up through the model's own forward; ``oracle``: one pass per pair.
+#: ``batched``: the path chosen at load (``packed`` or ``cached`` where proven, else ``generic``);
+#: ``generic``: one row per dialog and follow-up through the model's own forward; ``oracle``: one
+#: pass per pair.
 ENGINES = ("batched", "generic", "oracle")
-_BATCHED = {"packed": packed_log_likelihoods, "generic": generic_log_likelihoods}
+_BATCHED = {"packed": packed_log_likelihoods, "cached": cached_log_likelihoods, "generic": generic_log_likelihoods}
+
 #: Two short dialogs (turn level) that every scorer scores with its path and with the oracle at load.
 SELF_CHECK_DIALOGS = (
     ("Hi! How was your weekend?", "Great, I went hiking in the mountains with my sister."),
@@ -211,17 +213,18 @@ class FullScorer:
         self.renderer = Renderer(self.loaded.tokenizer, self.rendering, self.loaded.is_encoder_decoder)
         tok = self.loaded.tokenizer
         self.pad_id = next((t for t in (tok.pad_token_id, tok.eos_token_id, 0) if t is not None))
-        #: the engine of ``score``'s default ``engine="batched"``: ``"packed"`` or ``"generic"``
-        self.path, reason = choose_path(self.model)
+        #: the engine of ``score``'s default ``engine="batched"``: ``"packed"``, ``"cached"`` or ``"generic"``
+        self._candidates, reason = choose_paths(self.model)
+        self.path: str = self._candidates[0]
         logger.info("%s path: %s", self.path, reason)
         #: the self-check's largest relative difference between ``path`` and the oracle
         self.self_check_difference = self._self_check()
         logger.info("FULL scorer ready: %s", self.signature())
 
     def _self_check(self) -> float:
-        """Score :data:`SELF_CHECK_DIALOGS` with the chosen path and the oracle. A packed path that
-        differs falls back to the generic path (with a warning); a generic path that differs means
-        no path can score this model, and the scorer refuses it."""
+        """Score :data:`SELF_CHECK_DIALOGS` with the chosen path and the oracle. A fast path that
+        fails or differs falls back to the next candidate (with a warning); a generic path that
+        differs means no path can score this model, and the scorer refuses it."""
         targets = [self.renderer.target_ids(f) for f in (*self.follow_ups, *self.positive_follow_ups)]
         limit = self._context_limit(targets)
         contexts = [self.renderer.encode(list(d), limit).context_ids for d in SELF_CHECK_DIALOGS]
@@ -232,7 +235,7 @@ class FullScorer:
             while True:
                 try:
                     values = _BATCHED[self.path](self.model, contexts, targets, self.pad_id)
-                except Exception as error:  # noqa: BLE001 - any failure of the packed path means: not for this model
+                except Exception as error:  # noqa: BLE001 - any failure of a fast path means: not for this model
                     if self.path == "generic":
                         raise
                     outcome = f"fails ({type(error).__name__}: {error})"
@@ -249,9 +252,10 @@ class FullScorer:
                             f"(relative difference {difference:.2e} from the oracle on the self-check)"
                         )
                     outcome = f"differs from the oracle by {difference:.2e} (relative)"
-                logger.warning("model type %r: the packed path %s on the self-check; scoring with the generic path",
-                               kind, outcome)
-                self.path = "generic"
+                fallback = self._candidates[self._candidates.index(self.path) + 1]
+                logger.warning("model type %r: the %s path %s on the self-check; scoring with the %s path",
+                               kind, self.path, outcome, fallback)
+                self.path = fallback
 
     # -- settings -----------------------------------------------------------------------------
     @property

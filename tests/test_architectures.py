@@ -15,12 +15,12 @@ from tests.tiny_architectures import SPECS, WINDOW, build
 
 #: The path each architecture takes, and why (see ``full_metric.paths``).
 EXPECTED_PATH = {
-    "llama": "packed", "mistral-window": "generic", "mixtral-window": "generic", "qwen2": "packed",
+    "llama": "packed", "mistral-window": "cached", "mixtral-window": "cached", "qwen2": "packed",
     "qwen2-window": "packed", "qwen3": "packed", "gemma": "packed", "gemma2-window": "packed",
-    "gemma3-window": "packed", "phi": "packed", "phi3-window": "generic", "stablelm": "generic",
-    "cohere": "generic", "granite": "generic", "starcoder2-window": "generic", "olmo2": "packed",
-    "gpt_neox": "packed", "falcon": "packed", "falcon-alibi": "generic", "gptj": "packed", "codegen": "packed",
-    "gpt2": "packed", "opt": "packed", "gpt_neo-window": "generic", "bloom": "generic", "mpt": "generic",
+    "gemma3-window": "packed", "phi": "packed", "phi3-window": "cached", "stablelm": "cached",
+    "cohere": "cached", "granite": "cached", "starcoder2-window": "cached", "olmo2": "packed",
+    "gpt_neox": "packed", "falcon": "packed", "falcon-alibi": "cached", "gptj": "packed", "codegen": "packed",
+    "gpt2": "packed", "opt": "packed", "gpt_neo-window": "cached", "bloom": "cached", "mpt": "cached",
     "mamba": "generic", "bart": "packed", "mbart": "packed", "pegasus": "packed", "marian": "packed",
     "blenderbot": "packed", "blenderbot_small": "packed", "t5": "generic", "t5-v1.1": "generic",
     "umt5": "generic", "longt5": "generic",
@@ -68,15 +68,37 @@ def test_default_and_generic_paths_match_the_oracle(name, tokenizer):
     _close(generic.follow_up_log_likelihoods, oracle.follow_up_log_likelihoods)
 
 
-def test_a_packed_path_that_differs_falls_back_to_the_generic_path(tokenizer, monkeypatch, caplog):
+@pytest.mark.parametrize("name", [n for n, path in EXPECTED_PATH.items() if path == "packed" and "t5" not in n])
+def test_the_cached_path_matches_the_oracle_on_packed_families_too(name, tokenizer):
+    """The cached path is the packed families' fallback: it must hold for them as well."""
+    model = build(name)
+    rendering = None if model.config.is_encoder_decoder else "speaker"
+    scorer = FullScorer(model, tokenizer=tokenizer, device="cpu", progress=False, rendering=rendering)
+    contexts, responses = _dialogs(6, seed=12)
+    targets = [scorer.renderer.target_ids(f) for f in scorer.follow_ups]
+    encoded = [scorer.renderer.encode(c + [r], scorer._context_limit(targets)).context_ids for c, r in zip(contexts, responses)]
+    if model.config.is_encoder_decoder:
+        with pytest.raises(ValueError, match="takes no key/value cache"):
+            scorer_module._BATCHED["cached"](model, encoded, targets, scorer.pad_id)
+        return
+    cached = scorer_module._BATCHED["cached"](model, encoded, targets, scorer.pad_id)
+    oracle = [scorer_module.oracle_log_likelihoods(model, c, targets) for c in encoded]
+    _close([[ll for ll, _ in row] for row in cached], [[ll for ll, _ in row] for row in oracle])
+
+
+def test_a_fast_path_that_differs_falls_back_along_the_candidates(tokenizer, monkeypatch, caplog):
     """Cohere scales its logits in its own forward, which the packed path skips: forced onto the
-    packed path, the self-check must see the difference and switch to the generic path."""
-    monkeypatch.setattr(scorer_module, "choose_path", lambda model: ("packed", "forced by the test"))
+    packed path, the self-check must see the difference and switch to the cached path. Mamba keeps
+    a recurrent state the cached path cannot copy: forced onto it, it must end on the generic path."""
+    paths = ("packed", "cached", "generic")
+    monkeypatch.setattr(scorer_module, "choose_paths", lambda model: (paths, "forced by the test"))
     with caplog.at_level(logging.WARNING, logger="full_metric.scorer"):
-        scorer = FullScorer(build("cohere"), tokenizer=tokenizer, device="cpu", progress=False, rendering="speaker")
-    assert scorer.path == "generic"
-    assert "'cohere'" in caplog.text and "packed path differs from the oracle" in caplog.text
-    assert scorer.self_check_difference <= 1e-4
+        cohere = FullScorer(build("cohere"), tokenizer=tokenizer, device="cpu", progress=False, rendering="speaker")
+        mamba = FullScorer(build("mamba"), tokenizer=tokenizer, device="cpu", progress=False, rendering="speaker")
+    assert cohere.path == "cached" and mamba.path == "generic"
+    assert "'cohere': the packed path differs from the oracle" in caplog.text
+    assert "'mamba': the cached path fails" in caplog.text
+    assert cohere.self_check_difference <= 1e-4 and mamba.self_check_difference <= 1e-4
 
 
 def test_a_model_no_path_can_score_is_refused(tokenizer, monkeypatch):
@@ -85,14 +107,15 @@ def test_a_model_no_path_can_score_is_refused(tokenizer, monkeypatch):
 
     real = scorer_module._BATCHED["generic"]
     monkeypatch.setitem(scorer_module._BATCHED, "generic", off_by_one)
-    with pytest.raises(ValueError, match=r"model type 'bloom': no scoring path reproduces .*relative difference"):
-        FullScorer(build("bloom"), tokenizer=tokenizer, device="cpu", progress=False, rendering="speaker")
+    with pytest.raises(ValueError, match=r"model type 'mamba': no scoring path reproduces .*relative difference"):
+        FullScorer(build("mamba"), tokenizer=tokenizer, device="cpu", progress=False, rendering="speaker")
 
 
-def test_flash_attention_takes_the_generic_path(tokenizer):
+def test_flash_attention_is_not_fed_a_packed_mask(tokenizer):
+    from full_metric.paths import choose_paths
+
     model = build("llama")
+    assert choose_paths(model)[0] == ("packed", "cached", "generic")
     model.config._attn_implementation = "flash_attention_2"  # as a user-loaded model would declare it
-    from full_metric.paths import choose_path
-
-    path, reason = choose_path(model)
-    assert path == "generic" and "flash_attention_2" in reason
+    paths, reason = choose_paths(model)
+    assert paths == ("cached", "generic") and "flash_attention_2" in reason
