@@ -3,7 +3,8 @@
     python benchmarks/bench.py --data ../shared/data/fed_data.json --model blenderbot-400m-random --limit 100
 
 Rows of the table:
-- ``full-metric``: ``FullScorer.score`` (batched engine), turn-level and dialog-level items.
+- ``full-metric``: ``FullScorer.score`` (the path the scorer chose, or ``--engine generic``),
+  turn-level and dialog-level items.
 - ``reference``: the authors' algorithm: one dialog and one follow-up per forward pass, batch
   size one, the encoder (or the whole dialog) run again for every follow-up.
 - ``floor``: the floating-point operations the work needs (each dialog read once; for
@@ -205,8 +206,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         if args.method == "full-metric":
             turn = [(c, r) for c, r in items if r is not None]
             dialog = [c for c, r in items if r is None]
-            values = scorer.score([c for c, _ in turn], [r for _, r in turn]).follow_up_log_likelihoods if turn else []
-            values += scorer.score(dialog).follow_up_log_likelihoods if dialog else []
+            engine = args.engine
+            values = scorer.score([c for c, _ in turn], [r for _, r in turn], engine=engine).follow_up_log_likelihoods if turn else []
+            values += scorer.score(dialog, engine=engine).follow_up_log_likelihoods if dialog else []
             order = [i for i, (_, r) in enumerate(items) if r is not None] + [i for i, (_, r) in enumerate(items) if r is None]
             values = [v for _, v in sorted(zip(order, values))]
         else:
@@ -218,14 +220,15 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "seconds": seconds, "items": len(values), "peak": mem.peak, "before": before, "loaded": loaded,
         "weights": weights, "values": values, "dtype": str(scorer.loaded.dtype), "batch_size": scorer.batch_size,
-        "model_type": scorer.model.config.model_type, "device": str(device), "path": scorer.path,
+        "model_type": scorer.model.config.model_type, "device": str(device),
+        "path": scorer.path if args.engine == "batched" else args.engine,
     }
 
 
 def _child(args: argparse.Namespace, method: str) -> dict[str, Any]:
     argv = [sys.executable, __file__, "--method", method, "--data", args.data, "--model", args.model,
             "--threads", str(args.threads)]
-    for flag in ("limit", "reference_limit", "batch_size", "device", "dtype"):
+    for flag in ("limit", "reference_limit", "batch_size", "device", "dtype", "engine"):
         if getattr(args, flag) is not None:
             argv += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
     done = subprocess.run(argv, check=True, stdout=subprocess.PIPE, text=True)
@@ -283,6 +286,8 @@ def main() -> None:
     parser.add_argument("--device")
     parser.add_argument("--dtype", choices=("float32", "bfloat16", "float16"))
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--engine", choices=("batched", "generic"), default="batched",
+                        help="batched: the path the scorer chose (default); generic: the generic path")
     parser.add_argument("--method", choices=("full-metric", "reference"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.method:

@@ -15,7 +15,7 @@ from tests.tiny_architectures import SPECS, WINDOW, build
 
 #: The path each architecture takes, and why (see ``full_metric.paths``).
 EXPECTED_PATH = {
-    "llama": "packed", "mistral-window": "cached", "mixtral-window": "cached", "qwen2": "packed",
+    "llama": "packed", "mistral": "packed", "mixtral": "packed", "mistral-window": "cached", "mixtral-window": "cached", "qwen2": "packed",
     "qwen2-window": "packed", "qwen3": "packed", "gemma": "packed", "gemma2-window": "packed",
     "gemma3-window": "packed", "phi": "packed", "phi3-window": "cached", "stablelm": "cached",
     "cohere": "cached", "granite": "cached", "starcoder2-window": "cached", "olmo2": "packed",

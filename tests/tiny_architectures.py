@@ -32,7 +32,10 @@ _T5_LIKE = {
 SPECS: dict[str, tuple[str, str, dict[str, Any]]] = {
     # decoder-only, rotary positions
     "llama": ("LlamaConfig", "LlamaForCausalLM", _LLAMA_LIKE),
+    "mistral": ("MistralConfig", "MistralForCausalLM", {**_LLAMA_LIKE, "sliding_window": None}),
     "mistral-window": ("MistralConfig", "MistralForCausalLM", {**_LLAMA_LIKE, "sliding_window": WINDOW}),
+    "mixtral": ("MixtralConfig", "MixtralForCausalLM",
+                {**_LLAMA_LIKE, "sliding_window": None, "num_local_experts": 2, "num_experts_per_tok": 1}),
     "mixtral-window": ("MixtralConfig", "MixtralForCausalLM",
                        {**_LLAMA_LIKE, "sliding_window": WINDOW, "num_local_experts": 2, "num_experts_per_tok": 1}),
     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", _LLAMA_LIKE),
@@ -109,3 +112,19 @@ def build(name: str, seed: int = 0) -> Any:
 
 
 BUILDERS: dict[str, Callable[[], Any]] = {name: (lambda n=name: build(n)) for name in SPECS}
+
+
+def paths_table() -> str:
+    """A Markdown table: each architecture, its model type, the candidate paths and why."""
+    from full_metric.paths import choose_paths
+
+    rows = ["| architecture | model type | paths, fastest first | why |", "|---|---|---|---|"]
+    for name in SPECS:
+        model = build(name)
+        paths, reason = choose_paths(model)
+        rows.append(f"| {name} | `{model.config.model_type}` | {' > '.join(paths)} | {reason} |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":  # python -m tests.tiny_architectures
+    print(paths_table())
