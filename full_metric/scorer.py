@@ -13,7 +13,8 @@ from .fine_grained import category_scores
 from .follow_ups import PAPER_FIVE, REFERENCE_PACKAGE_DEFAULT, resolve_follow_ups
 from .inputs import check_dialogs
 from .loglik import (
-    LogLik, cached_log_likelihoods, dialog_tokens, generic_log_likelihoods, is_out_of_memory, oracle_log_likelihoods, packed_log_likelihoods,
+    LogLik, cached_log_likelihoods, dialog_tokens, generic_log_likelihoods, is_out_of_memory,
+    oracle_log_likelihoods, packed_log_likelihoods,
 )
 from .models import DEFAULT_MODEL, load_model, model_lock
 from .paths import choose_paths
