@@ -55,6 +55,18 @@ DEFAULT_BATCH_SIZE = {"cpu": 4, "accelerator": 32}
 DEFAULT_MAX_BATCH_TOKENS = {"cpu": 1024, "accelerator": 65536}
 
 
+def _squash(text: str) -> str:
+    return "".join(c for c in text.lower() if c.isalnum())
+
+
+def preset_fits(preset: str, model_name: str, model_type: str) -> bool:
+    """Whether ``preset`` suits a model: method presets (no ``family``) suit any model; a family
+    preset from the settings study suits models whose name or model type names its family
+    (``smollm2`` in ``.../SmolLM2-135M-Instruct...``, ``gemma3`` in ``gemma3_text``)."""
+    family = PRESETS[preset].get("family")
+    return family is None or _squash(family) in _squash(model_name) or _squash(family) in _squash(model_type)
+
+
 def _check_positive(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -201,6 +213,12 @@ class FullScorer:
             DEFAULT_MAX_BATCH_TOKENS[kind] if max_batch_tokens is None
             else _check_positive(max_batch_tokens, "max_batch_tokens")
         )
+        if not preset_fits(self.preset, self.loaded.name, config.model_type):
+            logger.warning(
+                "preset %r was tuned for %s models; %s (model type %r) is not one, so its follow-ups and "
+                "settings may not suit it", self.preset, PRESETS[self.preset]["family"], self.loaded.name,
+                config.model_type,
+            )
         self.rendering = (
             rendering
             or checked["rendering"]

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 from .aggregate import AGGREGATIONS
 from .dialog_files import parse_json_lines
 from .follow_ups import NAMED_SETS, PAPER_FIVE, validate_follow_ups
-from .scorer import PRESETS, FullScorer, check_signs, resolve_positive
+from .scorer import PRESETS, FullScorer, check_signs, preset_fits, resolve_positive
 from .turns import split_turns, strip_speaker
 
 
@@ -297,7 +297,9 @@ def build_app(scorer: FullScorer) -> Any:
             f"here.* would follow. **Higher is better.** Model: `{scorer.loaded.name}`."
         )
         with gr.Accordion("Settings", open=False):
-            preset = gr.Dropdown(sorted(PRESETS), value=scorer.preset, label="Preset (settings bundle; see the study)")
+            fitting = [p for p in sorted(PRESETS) if p == scorer.preset
+                       or preset_fits(p, scorer.loaded.name, scorer.model.config.model_type)]
+            preset = gr.Dropdown(fitting, value=scorer.preset, label="Preset (settings bundle; those that fit the model)")
             choice = gr.Dropdown(FOLLOW_UP_CHOICES, value=FROM_PRESET, label="Follow-up set")
             custom = gr.Textbox(label="Custom follow-ups (one per line)", lines=4, value="\n".join(PAPER_FIVE))
             positive = gr.Textbox(label="Custom positive follow-ups, counted with the opposite sign (optional)", lines=2)

