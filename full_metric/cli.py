@@ -10,13 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from .aggregate import AGGREGATIONS
 from .dialog_files import DialogFileError, read_dialogs, read_follow_ups, write_dialogs
 from .follow_ups import NAMED_SETS
-from .models import DEFAULT_MODEL
-from .rendering import RENDERINGS
-from .scorer import PRESETS
+from .settings import SETTINGS
 from .version import __version__
+
+_FOLLOW_UP_SETTINGS = ("follow_ups", "positive_follow_ups")
 
 
 def _follow_ups(value: str | None) -> str | list[str] | None:
@@ -33,19 +32,16 @@ def _follow_ups(value: str | None) -> str | list[str] | None:
 
 
 def _scorer_options(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--model", help=f"Hub id or local folder (default: the preset's; {DEFAULT_MODEL} for paper)")
-    command.add_argument("--gguf-file", help="a GGUF file in the model folder, or a path to one")
-    command.add_argument("--follow-ups", help=f"a file, one follow-up per line, or a set: {', '.join(NAMED_SETS)}")
-    command.add_argument("--positive-follow-ups", help="follow-ups that count with the opposite sign: a file or a set")
-    command.add_argument("--aggregation", choices=AGGREGATIONS)
-    command.add_argument("--preset", choices=sorted(PRESETS))
-    command.add_argument("--rendering", choices=RENDERINGS)
-    command.add_argument("--batch-size", type=int)
-    command.add_argument("--max-turns", type=int, help="the most context turns kept, newest (default: the preset's, 50)")
-    command.add_argument("--context-budget", type=int, help="the most context tokens the model reads")
-    command.add_argument("--device", help="cuda, mps, cpu... (default: the best available)")
-    command.add_argument("--dtype", choices=("float32", "bfloat16", "float16"))
-    command.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    """One option per setting of :data:`full_metric.settings.SETTINGS`."""
+    for setting in SETTINGS:
+        if setting.kind is bool:
+            command.add_argument(setting.flag, dest=setting.name, action="store_false", help=f"do not {setting.help}")
+            continue
+        choices = setting.choices() if setting.choices else None
+        text = setting.help + (f"; a file with one per line, or a set: {', '.join(NAMED_SETS)} (join with +)"
+                               if setting.name in _FOLLOW_UP_SETTINGS else "")
+        command.add_argument(setting.flag, dest=setting.name, type=setting.kind, choices=choices,
+                             help=text.replace("%", "%%"))
 
 
 def _rated_options(command: argparse.ArgumentParser) -> None:
@@ -109,21 +105,10 @@ def _parser() -> argparse.ArgumentParser:
 def _make_scorer(args: argparse.Namespace) -> Any:
     from .scorer import FullScorer
 
-    return FullScorer(
-        args.model,
-        gguf_file=args.gguf_file,
-        follow_ups=_follow_ups(args.follow_ups),
-        positive_follow_ups=_follow_ups(args.positive_follow_ups),
-        aggregation=args.aggregation,
-        preset=args.preset,
-        rendering=args.rendering,
-        batch_size=args.batch_size,
-        max_turns=args.max_turns,
-        context_budget=args.context_budget,
-        device=args.device,
-        dtype=args.dtype,
-        progress=not args.no_progress,
-    )
+    settings = {s.name: getattr(args, s.name) for s in SETTINGS}
+    for name in _FOLLOW_UP_SETTINGS:
+        settings[name] = _follow_ups(settings[name])
+    return FullScorer(settings.pop("model"), **settings)
 
 
 def _score(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ feature casting could turn them into lists of characters.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Sequence
 
 import datasets
@@ -17,6 +18,7 @@ from .follow_ups import resolve_follow_ups
 from .inputs import check_dialogs
 from .models import DEFAULT_MODEL, LoadedModel, load_model, resolve_device, resolve_dtype
 from .scorer import PRESETS, FullScorer, check_batch_size, check_settings, resolve_positive
+from .settings import SETTINGS, describe
 from .turns import split_turns, strip_speaker
 
 _CITATION = """\
@@ -52,10 +54,8 @@ Args:
     progress: show a progress bar (optional).
     strip_speaker_prefixes: remove "User: " / "System: " style labels from turns (optional).
 
-Settings of ``evaluate.load("full", ...)`` (the scorer's names): model, gguf_file, follow_ups,
-positive_follow_ups, aggregation ("sum", "mean", "perplexity", "balanced"), preset ("paper", "reference", or a
-model family's preset from the settings study, see ``full_metric.PRESETS``), device, dtype,
-batch_size, model_revision, rendering, context_budget, max_turns, strip_speaker_prefixes, progress.
+Settings of ``evaluate.load("full", ...)`` (besides ``strip_speaker_prefixes``):
+{settings}
 
 Returns:
     full: the corpus score, the mean of the per-example scores (higher is better).
@@ -86,16 +86,19 @@ Examples:
     'level:dialog'
 """
 
+_KWARGS_DESCRIPTION = _KWARGS_DESCRIPTION.replace("{settings}", describe(4, metric=True))
 CONFIGS = ("default", "turn", "dialog")
 _LOADED: dict[tuple[str, ...], LoadedModel] = {}
 
 
-def _shared_model(model: str, gguf_file: str | None, revision: str | None, device: Any, dtype: Any) -> LoadedModel:
-    """One loaded model per (model, GGUF file, revision, device, dtype), shared by all instances."""
-    resolved_dtype = resolve_dtype(dtype)
-    key = (str(model), str(gguf_file), str(revision), str(resolve_device(device)), str(resolved_dtype))
+def _shared_model(model: str, **settings: Any) -> LoadedModel:
+    """One loaded model per value of the settings that load it (device and dtype resolved), shared by
+    all instances."""
+    resolved = {**settings, "device": str(resolve_device(settings.get("device"))),
+                "dtype": str(resolve_dtype(settings.get("dtype")))}
+    key = (str(model), *(f"{k}={v}" for k, v in sorted(resolved.items())))
     if key not in _LOADED:
-        _LOADED[key] = load_model(model, gguf_file=gguf_file, revision=revision, device=device, dtype=resolved_dtype)
+        _LOADED[key] = load_model(model, **{**settings, "dtype": resolve_dtype(settings.get("dtype"))})
     return _LOADED[key]
 
 
@@ -112,42 +115,26 @@ class FULL(evaluate.Metric):
     """The FULL metric. Settings as keyword arguments (see ``_KWARGS_DESCRIPTION``)."""
 
     def __init__(
-        self,
-        config_name: str | None = None,
-        *,
-        model: str | None = None,
-        gguf_file: str | None = None,
-        follow_ups: str | Sequence[str] | None = None,
-        positive_follow_ups: str | Sequence[str] | None = None,
-        aggregation: str | None = None,
-        preset: str | None = None,
-        device: str | None = None,
-        dtype: str | None = None,
-        batch_size: int | None = None,
-        model_revision: str | None = None,
-        rendering: str | None = None,
-        context_budget: int | None = None,
-        max_turns: int | None = None,
-        strip_speaker_prefixes: bool = False,
-        progress: bool = True,
-        **kwargs: Any,
+        self, config_name: str | None = None, *, strip_speaker_prefixes: bool = False, **kwargs: Any
     ):
+        settings = {s.name: kwargs.pop(s.keyword, s.default) for s in SETTINGS}
         super().__init__(config_name=config_name, **kwargs)
-        checked = check_settings(
-            follow_ups=follow_ups, positive_follow_ups=positive_follow_ups, aggregation=aggregation, preset=preset,
-            batch_size=batch_size, context_budget=context_budget, max_turns=max_turns,
-        )
-        resolve_dtype(dtype)
-        self._model_settings = {
-            "model": model or PRESETS[checked["preset"]].get("model"), "gguf_file": gguf_file, "revision": model_revision, "device": device, "dtype": dtype,
-        }
-        self._scorer_settings = {
-            "follow_ups": follow_ups, "positive_follow_ups": positive_follow_ups, "aggregation": aggregation,
-            "preset": preset, "batch_size": batch_size,
-            "rendering": rendering, "context_budget": context_budget, "max_turns": max_turns, "progress": progress,
-        }
+        checked = check_settings(**{k: settings[k] for k in inspect.signature(check_settings).parameters})
+        resolve_dtype(settings["dtype"])
+        settings["model"] = settings["model"] or PRESETS[checked["preset"]].get("model")
+        self._model_settings = {s.name: settings[s.name] for s in SETTINGS if s.loads_model}
+        self._scorer_settings = {s.name: settings[s.name] for s in SETTINGS if not s.loads_model}
         self.strip_speaker_prefixes = strip_speaker_prefixes
         self._scorer: FullScorer | None = None
+
+    # evaluate.load's keywords, as the signature shows them: evaluate's own, then every setting
+    __init__.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
+        inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+        inspect.Parameter("config_name", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None),
+        inspect.Parameter("strip_speaker_prefixes", inspect.Parameter.KEYWORD_ONLY, default=False),
+        *(inspect.Parameter(s.keyword, inspect.Parameter.KEYWORD_ONLY, default=s.default) for s in SETTINGS),
+        inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD),
+    ])
 
     @property
     def dialog_level(self) -> bool:

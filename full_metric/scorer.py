@@ -21,6 +21,7 @@ from .paths import choose_paths
 from .presets import STUDY_PRESETS
 from .rendering import Renderer, default_rendering
 from .result import FullResult, make_signature
+from .settings import BY_NAME, describe, positive_int
 
 logger = logging.getLogger(__name__)
 
@@ -67,15 +68,9 @@ def preset_fits(preset: str, model_name: str, model_type: str) -> bool:
     return family is None or _squash(family) in _squash(model_name) or _squash(family) in _squash(model_type)
 
 
-def _check_positive(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return value
-
-
 def check_batch_size(batch_size: Any) -> int:
     """Return ``batch_size`` if it is a positive integer, else raise ``ValueError``."""
-    return _check_positive(batch_size, "batch_size")
+    return positive_int(batch_size, "batch_size")
 
 
 def resolve_positive(
@@ -109,8 +104,17 @@ def check_settings(
     batch_size: int | None = None,
     context_budget: int | None = None,
     max_turns: int | None = None,
+    max_batch_tokens: int | None = None,
+    rendering: str | None = None,
+    dtype: Any = None,
 ) -> dict[str, Any]:
-    """Validate the scorer's settings that need no model; return them resolved against the preset."""
+    """Validate the scorer's settings that need no model; return them resolved against the preset.
+    Single settings are checked by their declaration (:data:`full_metric.settings.SETTINGS`)."""
+    for name, value in (("batch_size", batch_size), ("context_budget", context_budget), ("max_turns", max_turns),
+                        ("max_batch_tokens", max_batch_tokens), ("rendering", rendering)):
+        BY_NAME[name].check(value)
+    if isinstance(dtype, str):
+        BY_NAME["dtype"].check(dtype)
     preset = preset or "paper"
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
@@ -126,9 +130,10 @@ def check_settings(
         "aggregation": aggregation,
         "rendering": defaults["rendering"],
         "model": defaults.get("model", DEFAULT_MODEL),
-        "max_turns": defaults.get("max_turns", 50) if max_turns is None else _check_positive(max_turns, "max_turns"),
-        "batch_size": None if batch_size is None else check_batch_size(batch_size),
-        "context_budget": None if context_budget is None else _check_positive(context_budget, "context_budget"),
+        "max_turns": defaults.get("max_turns", 50) if max_turns is None else max_turns,
+        "batch_size": batch_size,
+        "context_budget": context_budget,
+        "max_batch_tokens": max_batch_tokens,
     }
 
 
@@ -139,37 +144,19 @@ class FullScorer:
     turned so that **higher is better** (the default follow-ups are negative ones).
 
     Args:
-        model: a Hub model id, a local folder, or a loaded ``transformers`` model (with
-            ``tokenizer``). Default: the preset's model; the paper's
-            ``facebook/blenderbot-400M-distill`` for ``paper`` and ``reference``.
+        model: a Hub model id, a local folder, a loaded ``transformers`` model (with
+            ``tokenizer``) or a ``LoadedModel`` (shared, not copied).
         tokenizer: the tokenizer, required with a loaded model, optional otherwise.
-        follow_ups: a list of follow-ups or a built-in set name (``follow_ups.NAMED_SETS``);
-            default: the preset's (the paper's five).
-        positive_follow_ups: follow-ups that count with the opposite sign (likely praise raises
-            the score; not with ``perplexity``); default: the preset's (none for ``paper``).
-        aggregation: ``"sum"`` (paper, default), ``"mean"``, ``"perplexity"`` or ``"balanced"``
-            (see ``aggregate``).
-        preset: ``"paper"`` (default), ``"reference"`` (reproduces the package ``full`` 0.0.3.1),
-            or a model family's preset from the settings study (``presets.STUDY_PRESETS``).
-        device: ``"cuda"``, ``"mps"``, ``"cpu"``...; default: the best available.
-        dtype: ``"float32"`` (default), ``"bfloat16"`` or ``"float16"``; log-probabilities are
-            always computed in float32.
-        batch_size: dialogs per forward pass (default 4 on a CPU, 32 on an accelerator); halved
-            automatically on out-of-memory.
-        gguf_file: a GGUF file in ``model``'s folder or repository, or a path to one.
-        revision: the Hub revision to load.
-        rendering: how dialogs are written for the model (``rendering.RENDERINGS``); default:
-            the preset's, else the model family's.
-        context_budget: the most context tokens the model reads (default: the model's positions).
-        max_turns: the most context turns kept, the newest (default: the preset's; 50, as the
-            authors' package, for ``paper``).
-        max_batch_tokens: the most padded tokens per forward pass (default 1024 on a CPU, 65536
-            on an accelerator); a dialog longer than that is scored alone.
-        progress: show a progress bar while scoring (default True).
+
+    The other keywords are the settings, each declared once in :data:`full_metric.settings.SETTINGS`:
+
+{settings}
 
     Raises:
         ValueError, TypeError: a bad setting, before the model is loaded.
     """
+
+    __doc__ = __doc__.replace("{settings}", describe(8, skip=("model",)))
 
     def __init__(
         self,
@@ -194,6 +181,7 @@ class FullScorer:
         checked = check_settings(
             follow_ups=follow_ups, positive_follow_ups=positive_follow_ups, aggregation=aggregation, preset=preset,
             batch_size=batch_size, context_budget=context_budget, max_turns=max_turns,
+            max_batch_tokens=max_batch_tokens, rendering=rendering, dtype=dtype,
         )
         self.preset: str = checked["preset"]
         self.follow_ups: tuple[str, ...] = checked["follow_ups"]
@@ -209,10 +197,7 @@ class FullScorer:
         config = self.loaded.model.config
         kind = "cpu" if self.loaded.model.device.type == "cpu" else "accelerator"
         self.batch_size: int = DEFAULT_BATCH_SIZE[kind] if batch_size is None else batch_size
-        self.max_batch_tokens: int = (
-            DEFAULT_MAX_BATCH_TOKENS[kind] if max_batch_tokens is None
-            else _check_positive(max_batch_tokens, "max_batch_tokens")
-        )
+        self.max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS[kind] if max_batch_tokens is None else max_batch_tokens
         if not preset_fits(self.preset, self.loaded.name, config.model_type):
             logger.warning(
                 "preset %r was tuned for %s models; %s (model type %r) is not one, so its follow-ups and "

@@ -3,7 +3,8 @@
 The pure helpers (reading uploads, input limits, ranking, summaries) need no Gradio; only
 :func:`build_app` imports it. The model comes from ``FULL_MODEL`` (a Hub id or a local folder,
 default the preset's) and ``FULL_GGUF_FILE`` (a GGUF file in that folder), the starting preset
-from ``FULL_PRESET`` (default ``paper``); the model is loaded once and shared by every request and
+from ``FULL_PRESET`` (default ``paper``), every other setting from ``FULL_<NAME>`` (see
+:func:`settings_from_env`); the model is loaded once and shared by every request and
 every preset picked in the settings.
 """
 
@@ -16,12 +17,13 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from .aggregate import AGGREGATIONS
 from .dialog_files import parse_json_lines
 from .follow_ups import NAMED_SETS, PAPER_FIVE, validate_follow_ups
 from .scorer import PRESETS, FullScorer, check_signs, preset_fits, resolve_positive
+from .settings import SETTINGS
 from .turns import split_turns, strip_speaker
 
 
@@ -201,16 +203,25 @@ EXAMPLES = [
 ]
 
 
+def settings_from_env(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The scorer's settings from ``FULL_<NAME>`` environment variables (``FULL_MODEL``,
+    ``FULL_GGUF_FILE``, ``FULL_PRESET``, ``FULL_DEVICE``..., one per setting of
+    :data:`full_metric.settings.SETTINGS`); unset or empty ones keep their defaults, and the
+    progress bar is off unless ``FULL_PROGRESS`` turns it on."""
+    environ = os.environ if environ is None else environ
+    settings = {s.name: s.parse(environ.get(s.env, "")) for s in SETTINGS}
+    for name in ("follow_ups", "positive_follow_ups"):  # a set name, or one follow-up per line
+        if isinstance(settings[name], str) and "\n" in settings[name].strip():
+            settings[name] = [line.strip() for line in settings[name].splitlines() if line.strip()]
+    if settings["progress"] is None:
+        settings["progress"] = False
+    return settings
+
+
 def scorer_from_env() -> FullScorer:
-    """The scorer for ``FULL_MODEL`` / ``FULL_GGUF_FILE`` / ``FULL_PRESET`` / ``FULL_DEVICE``
-    (loaded once by the app; the model defaults to the preset's)."""
-    return FullScorer(
-        os.environ.get("FULL_MODEL") or None,
-        preset=os.environ.get("FULL_PRESET") or None,
-        gguf_file=os.environ.get("FULL_GGUF_FILE") or None,
-        device=os.environ.get("FULL_DEVICE") or None,
-        progress=False,
-    )
+    """The scorer of :func:`settings_from_env`, loaded once by the app (the model defaults to the preset's)."""
+    settings = settings_from_env()
+    return FullScorer(settings.pop("model"), **settings)
 
 
 def _card() -> str:
