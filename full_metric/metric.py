@@ -119,7 +119,7 @@ class FULL(evaluate.Metric):
     ):
         settings = {s.name: kwargs.pop(s.keyword, s.default) for s in SETTINGS}
         super().__init__(config_name=config_name, **kwargs)
-        checked = check_settings(**{k: settings[k] for k in inspect.signature(check_settings).parameters})
+        checked = check_settings({k: v for k, v in settings.items() if k != "model"})
         resolve_dtype(settings["dtype"])
         settings["model"] = settings["model"] or PRESETS[checked["preset"]].get("model")
         self._model_settings = {s.name: settings[s.name] for s in SETTINGS if s.loads_model}

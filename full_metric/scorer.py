@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import torch
 from tqdm.auto import tqdm
@@ -95,33 +95,25 @@ def check_signs(positive: Sequence[str], aggregation: str) -> None:
         raise ValueError("the 'perplexity' aggregation takes no positive follow-ups; use 'sum', 'mean' or 'balanced'")
 
 
-def check_settings(
-    *,
-    follow_ups: str | Sequence[str] | None = None,
-    positive_follow_ups: str | Sequence[str] | None = None,
-    aggregation: str | None = None,
-    preset: str | None = None,
-    batch_size: int | None = None,
-    context_budget: int | None = None,
-    max_turns: int | None = None,
-    max_batch_tokens: int | None = None,
-    rendering: str | None = None,
-    dtype: Any = None,
-) -> dict[str, Any]:
-    """Validate the scorer's settings that need no model; return them resolved against the preset.
-    Single settings are checked by their declaration (:data:`full_metric.settings.SETTINGS`)."""
-    for name, value in (("batch_size", batch_size), ("context_budget", context_budget), ("max_turns", max_turns),
-                        ("max_batch_tokens", max_batch_tokens), ("rendering", rendering)):
-        BY_NAME[name].check(value)
-    if isinstance(dtype, str):
-        BY_NAME["dtype"].check(dtype)
+def check_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate the settings that need no model (a mapping of setting names of
+    :data:`full_metric.settings.SETTINGS`; missing ones are ``None``), each by its declaration, then
+    resolve them against the preset."""
+    unknown = sorted(set(settings) - set(BY_NAME))
+    if unknown:
+        raise TypeError(f"unknown setting {unknown[0]!r}; the settings are {list(BY_NAME)}")
+    for name, setting in BY_NAME.items():
+        if setting.kind is not bool and not (name == "dtype" and not isinstance(settings.get(name), str)):
+            setting.check(settings.get(name))
+    preset, max_turns = settings.get("preset"), settings.get("max_turns")
+    follow_ups, positive_follow_ups = settings.get("follow_ups"), settings.get("positive_follow_ups")
     preset = preset or "paper"
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
     defaults = PRESETS[preset]
     negative = resolve_follow_ups(follow_ups, defaults["follow_ups"])
     positive = resolve_positive(positive_follow_ups, defaults.get("positive_follow_ups", ()), negative)
-    aggregation = check_aggregation(aggregation or defaults["aggregation"])
+    aggregation = check_aggregation(settings.get("aggregation") or defaults["aggregation"])
     check_signs(positive, aggregation)
     return {
         "preset": preset,
@@ -131,9 +123,9 @@ def check_settings(
         "rendering": defaults["rendering"],
         "model": defaults.get("model", DEFAULT_MODEL),
         "max_turns": defaults.get("max_turns", 50) if max_turns is None else max_turns,
-        "batch_size": batch_size,
-        "context_budget": context_budget,
-        "max_batch_tokens": max_batch_tokens,
+        "batch_size": settings.get("batch_size"),
+        "context_budget": settings.get("context_budget"),
+        "max_batch_tokens": settings.get("max_batch_tokens"),
     }
 
 
@@ -178,11 +170,7 @@ class FullScorer:
         max_batch_tokens: int | None = None,
         progress: bool = True,
     ):
-        checked = check_settings(
-            follow_ups=follow_ups, positive_follow_ups=positive_follow_ups, aggregation=aggregation, preset=preset,
-            batch_size=batch_size, context_budget=context_budget, max_turns=max_turns,
-            max_batch_tokens=max_batch_tokens, rendering=rendering, dtype=dtype,
-        )
+        checked = check_settings({k: v for k, v in locals().items() if k in BY_NAME and k != "model"})
         self.preset: str = checked["preset"]
         self.follow_ups: tuple[str, ...] = checked["follow_ups"]
         self.positive_follow_ups: tuple[str, ...] = checked["positive_follow_ups"]

@@ -95,3 +95,10 @@ def test_the_cli_passes_every_setting_to_the_scorer(monkeypatch, tmp_path):
                     "positive_follow_ups": "positive", "aggregation": "mean", "preset": "paper",
                     "rendering": "speaker", "device": "cpu", "dtype": "bfloat16", "batch_size": 2,
                     "max_batch_tokens": 99, "context_budget": 50, "max_turns": 3, "progress": False}
+
+
+def test_an_unknown_setting_is_named():
+    from full_metric.scorer import check_settings
+
+    with pytest.raises(TypeError, match="unknown setting 'batchsize'"):
+        check_settings({"batchsize": 4})
