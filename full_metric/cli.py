@@ -127,7 +127,7 @@ def _score(args: argparse.Namespace) -> int:
 
 
 def _read_rated(args: argparse.Namespace) -> Any:
-    from .rated_files import read_rated
+    from .research.rated_files import read_rated
 
     fields = {"context_field": args.context_field, "response_field": args.response_field, "score_field": args.score_field}
     data = read_rated(args.data, args.format, args.skip_invalid, **fields)
@@ -139,7 +139,7 @@ def _read_rated(args: argparse.Namespace) -> Any:
 
 
 def _correlate(args: argparse.Namespace) -> int:
-    from .human_eval import LEVELS, correlation_rows, score_items
+    from .research.human_eval import LEVELS, correlation_rows, score_items
 
     data = _read_rated(args)
     scorer = _make_scorer(args)
@@ -164,7 +164,7 @@ def _correlate(args: argparse.Namespace) -> int:
             writer.writeheader()
             writer.writerows(rows)
     if args.plot:
-        from .plots import scatter
+        from .research.plots import scatter
 
         panels = []
         for level, result in results.items():
@@ -183,7 +183,7 @@ def _with_main_scores(scorer: Any, result: Any) -> Any:
     """A result over all 63 candidates, re-scored on the scorer's own follow-ups (no model work)."""
     from dataclasses import replace
 
-    from .human_eval import subset_result
+    from .research.human_eval import subset_result
 
     if result is None:
         return None
@@ -193,7 +193,7 @@ def _with_main_scores(scorer: Any, result: Any) -> Any:
 
 
 def _rank(args: argparse.Namespace) -> int:
-    from .human_eval import LEVELS, rank_follow_ups, score_items, split_holdout, subset_result
+    from .research.human_eval import LEVELS, rank_follow_ups, score_items, split_holdout, subset_result
 
     data = _read_rated(args)
     scorer = _make_scorer(args)
@@ -210,7 +210,7 @@ def _rank(args: argparse.Namespace) -> int:
     print(f"top {args.top_k} written to {args.output}", file=sys.stderr)
     summary: dict[str, Any] = {"aspect": aspect, "top": top, "ranking": ranking}
     if report is not None:
-        from .correlation import correlate
+        from .research.correlation import correlate
 
         print(f"held out: {len(report.items)} items (selection on the other {len(select.items)})")
         held = {lvl: score_items(scorer, report.level(lvl), tuple(dict.fromkeys([*top, *scorer.follow_ups])))
@@ -230,14 +230,14 @@ def _rank(args: argparse.Namespace) -> int:
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(summary, indent=2))
     if args.plot:
-        from .plots import follow_up_bars
+        from .research.plots import follow_up_bars
 
         follow_up_bars(args.plot, ranking, [lvl for lvl in LEVELS if results.get(lvl) is not None])
     return 0
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .report import build_report
+    from .research.report import build_report
 
     data = _read_rated(args)
     command = "full-metric " + " ".join(sys.argv[1:]) if sys.argv[1:] and sys.argv[1] == "report" else "full-metric report"
@@ -254,7 +254,7 @@ def _command_line() -> str:
 
 def _score_candidates(args: argparse.Namespace) -> int:
     from .follow_ups import resolve_follow_ups
-    from .loglik_tables import score_table, write_table
+    from .research.loglik_tables import score_table, write_table
 
     data = _read_rated(args)
     scorer = _make_scorer(args)
@@ -267,8 +267,8 @@ def _score_candidates(args: argparse.Namespace) -> int:
 
 
 def _study(args: argparse.Namespace) -> int:
-    from .loglik_tables import read_table
-    from .study_report import write_study
+    from .research.loglik_tables import read_table
+    from .research.study_report import write_study
 
     path, results = write_study([read_table(t) for t in args.tables], args.output, _command_line())
     for protocol in results["protocols"]:

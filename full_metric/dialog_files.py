@@ -1,7 +1,11 @@
-"""Reading and writing dialogs as JSON Lines, with errors that name the file, line and field."""
+"""The one reader of dialog files (JSON Lines and CSV rows, for the command line, the app's uploads
+and the human-rated files of :mod:`full_metric.research.rated_files`), and the JSON Lines writer;
+errors name the file, the line and the field."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -37,22 +41,45 @@ def read_dialogs(path: str | Path) -> list[dict[str, Any]]:
     return records
 
 
-def parse_json_lines(
-    text: str, error: type[ValueError] = DialogFileError, where: str = ""
-) -> list[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line; ``error`` names ``where`` and the line."""
-    rows = []
+def table_rows(
+    text: str, suffix: str, error: type[ValueError] = DialogFileError, where: str = "", *, lenient: bool = False,
+    required: str | None = None,
+) -> list[tuple[int, dict[str, Any] | ValueError]]:
+    """(line number, row) for each row of a JSON Lines (``suffix`` ``.jsonl``/``.json``) or CSV
+    (``.csv``) text: blank JSON lines are skipped, empty CSV cells left out. A malformed line raises
+    ``error`` naming ``where`` and the line, or with ``lenient`` stands in the list as that error
+    (for callers that may skip it). ``required``: a column a CSV header must have."""
+    suffix = suffix.lower()
+    if suffix == ".csv":
+        reader = csv.DictReader(io.StringIO(text))
+        if required is not None and (not reader.fieldnames or required not in reader.fieldnames):
+            raise error(f"{where}line 1: the CSV header needs a {required!r} column")
+        return [(reader.line_num, {k: v for k, v in row.items() if v not in (None, "")}) for row in reader]
+    if suffix not in (".jsonl", ".json"):
+        raise error(f"{where}expected a .jsonl or .csv file, not {suffix or 'a file without extension'}")
+    rows: list[tuple[int, dict[str, Any] | ValueError]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
-        except json.JSONDecodeError as problem:
-            raise error(f"{where}line {number}: not valid JSON ({problem.msg})") from None
-        if not isinstance(record, dict):
-            raise error(f"{where}line {number}: expected a JSON object, got {type(record).__name__}")
-        rows.append((number, record))
+            problem = None if isinstance(record, dict) else f"expected a JSON object, got {type(record).__name__}"
+        except json.JSONDecodeError as decode:
+            problem = f"not valid JSON ({decode.msg})"
+        if problem is None:
+            rows.append((number, record))
+        elif lenient:
+            rows.append((number, error(f"{where}line {number}: {problem}")))
+        else:
+            raise error(f"{where}line {number}: {problem}")
     return rows
+
+
+def parse_json_lines(
+    text: str, error: type[ValueError] = DialogFileError, where: str = ""
+) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; ``error`` names ``where`` and the line."""
+    return table_rows(text, ".jsonl", error, where)  # type: ignore[return-value]
 
 
 def _records(path: Path) -> list[tuple[int, dict[str, Any]]]:

@@ -10,8 +10,6 @@ every preset picked in the settings.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import tempfile
@@ -20,7 +18,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .aggregate import AGGREGATIONS
-from .dialog_files import parse_json_lines
+from .dialog_files import table_rows
 from .follow_ups import NAMED_SETS, PAPER_FIVE, validate_follow_ups
 from .scorer import PRESETS, FullScorer, check_signs, preset_fits, resolve_positive
 from .settings import SETTINGS
@@ -100,24 +98,14 @@ def read_upload(name: str, data: bytes, limits: Limits = LIMITS) -> list[dict[st
     except UnicodeDecodeError as error:
         raise InputError(f"the file is not UTF-8 text (byte {error.start})") from None
     suffix = Path(name).suffix.lower()
-    if suffix in (".jsonl", ".json"):
-        rows = parse_json_lines(text, InputError)
-    elif suffix == ".csv":
-        rows = _csv_rows(text)
-    else:
+    if suffix not in (".jsonl", ".json", ".csv"):
         raise InputError(f"upload a .jsonl or .csv file, not {suffix or 'a file without extension'}")
+    rows = table_rows(text, suffix, InputError, required="context")
     if not rows:
         raise InputError("the file holds no rows")
     if len(rows) > limits.rows:
         raise InputError(f"the file has {len(rows)} rows; the limit is {limits.rows}")
     return [_check_row(line, row, limits) for line, row in rows]
-
-
-def _csv_rows(text: str) -> list[tuple[int, dict[str, Any]]]:
-    reader = csv.DictReader(io.StringIO(text))
-    if not reader.fieldnames or "context" not in reader.fieldnames:
-        raise InputError("line 1: the CSV header needs a 'context' column")
-    return [(reader.line_num, {k: v for k, v in row.items() if v not in (None, "")}) for row in reader]
 
 
 def _check_row(line: int, row: dict[str, Any], limits: Limits) -> dict[str, Any]:

@@ -11,11 +11,11 @@ from full_metric import FullScorer
 from full_metric.aggregate import aggregate
 from full_metric.cli import main
 from full_metric.follow_ups import CANDIDATES, PAPER_FIVE
-from full_metric.loglik_tables import LogLikTable, TableItem, read_table, write_table
-from full_metric.study import (
+from full_metric.research.loglik_tables import LogLikTable, TableItem, read_table, write_table
+from full_metric.research.study import (
     SIGN, Config, Slice, choose, leave_one_out, signed_scores, slice_data, top_follow_ups,
 )
-from full_metric.study_report import build_variants
+from full_metric.research.study_report import build_variants
 
 TEXTS = [c.text for c in CANDIDATES]
 NEGATIVE = [c.text for c in CANDIDATES if c.polarity == "negative"]

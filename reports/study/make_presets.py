@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from full_metric.study import SIGN
+from full_metric.research.study import SIGN
 
 #: The Hub repository of each family label used in the study's tables (the study scored GGUF files).
 HUB_MODELS = {

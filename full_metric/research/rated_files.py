@@ -6,14 +6,14 @@ skipped silently: with ``skip_invalid=True`` bad items are left out and counted.
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .turns import split_turns, strip_speaker
+from ..dialog_files import table_rows
+from ..turns import split_turns, strip_speaker
 
 
 class RatedFileError(ValueError):
@@ -120,11 +120,9 @@ def read_table(
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as error:
         raise RatedFileError(f"{path}: not UTF-8 text ({error})") from None
-    if path.suffix.lower() == ".csv":
-        reader = csv.DictReader(text.splitlines())
-        rows = ((f"{path}, line {reader.line_num}", row) for row in reader)
-    else:
-        rows = (_json_line(path, number, line) for number, line in enumerate(text.splitlines(), 1) if line.strip())
+    lines = table_rows(text, ".csv" if path.suffix.lower() == ".csv" else ".jsonl", RatedFileError, f"{path}, ",
+                       lenient=True)
+    rows = ((f"{path}, line {number}", row) for number, row in lines)
 
     def parse(raw: Any, where: str) -> RatedItem:
         if not isinstance(raw, dict):
@@ -143,14 +141,6 @@ def read_table(
         return RatedItem(context, response, {score_field: rating}, where, raw.get("system"))
 
     return _collect(rows, parse, skip_invalid)
-
-
-def _json_line(path: Path, number: int, line: str) -> tuple[str, Any]:
-    where = f"{path}, line {number}"
-    try:
-        return where, json.loads(line)
-    except json.JSONDecodeError as error:
-        return where, RatedFileError(f"{where}: not valid JSON ({error.msg})")
 
 
 def _collect(rows: Any, parse: Any, skip_invalid: bool) -> RatedData:

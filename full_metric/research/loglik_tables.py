@@ -1,7 +1,7 @@
 """Log-likelihood tables: every candidate follow-up's log-likelihood on every item of a rated set.
 
 A table is what one scoring pass of a model over a rated data set gives; the study
-(:mod:`full_metric.study`) computes every configuration (follow-up subset, signs, aggregation,
+(:mod:`full_metric.research.study`) computes every configuration (follow-up subset, signs, aggregation,
 model average) from tables, without model work. This module holds the table type and its JSON
 file; :func:`score_table` makes one with a scorer.
 """
@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 from .human_eval import LEVELS, score_items
 from .rated_files import RatedData
-from .scorer import FullScorer
+from ..scorer import FullScorer
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Checking FULL against human ratings: correlations per level and aspect, follow-up selection.
 
 Used by the ``correlate`` and ``rank-follow-ups`` commands; knows no file formats (see
-:mod:`full_metric.rated_files`) and draws nothing (see :mod:`full_metric.plots`).
+:mod:`full_metric.research.rated_files`) and draws nothing (see :mod:`full_metric.research.plots`).
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import random
 from typing import Any, Sequence
 
 from .correlation import METHODS, correlate
-from .follow_ups import CANDIDATES
+from ..follow_ups import CANDIDATES
 from .rated_files import RatedData, RatedItem
-from .result import FullResult
-from .scorer import FullScorer
+from ..result import FullResult
+from ..scorer import FullScorer
 
 LEVELS = ("turn", "dialog")
 
@@ -121,7 +121,7 @@ def split_holdout(data: RatedData, fraction: float, seed: int = 0) -> tuple[Rate
 
 def subset_result(result: FullResult, follow_ups: Sequence[str], aggregation: str) -> list[float]:
     """Scores of a follow-up subset, from a result that scored a superset (no model work)."""
-    from .aggregate import aggregate
+    from ..aggregate import aggregate
 
     index = [result.follow_ups.index(f) for f in follow_ups]
     counts = [result.follow_up_token_counts[j] for j in index]

@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
-from .follow_ups import CANDIDATES
+from ..follow_ups import CANDIDATES
 from .human_eval import LEVELS
 from .loglik_tables import LogLikTable
 from .study import (

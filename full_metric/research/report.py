@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from .correlation import correlate
-from .follow_ups import CANDIDATES, PAPER_FIVE, REFERENCE_PACKAGE_DEFAULT
+from ..follow_ups import CANDIDATES, PAPER_FIVE, REFERENCE_PACKAGE_DEFAULT
 from .human_eval import LEVELS, rank_follow_ups, score_items, split_holdout, subset_result
 from .rated_files import RatedData
-from .scorer import FullScorer
+from ..scorer import FullScorer
 
 #: FULL's published figures and the other metrics of the paper's Table 2 (Spearman with FED
 #: Overall; turn, dialog). Quoted from the paper, not measured here.

@@ -1,6 +1,6 @@
 """The settings study: which FULL configuration agrees with people, chosen without the set it is reported on.
 
-Inputs are log-likelihood tables (:mod:`full_metric.loglik_tables`): one per model, rendering,
+Inputs are log-likelihood tables (:mod:`full_metric.research.loglik_tables`): one per model, rendering,
 context window and rated data set, each holding every candidate follow-up's log-likelihood on
 every item. Every configuration is arithmetic on them:
 
@@ -25,9 +25,9 @@ import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from .aggregate import aggregate
+from ..aggregate import aggregate
 from .correlation import correlate
-from .follow_ups import CANDIDATES, PAPER_FIVE
+from ..follow_ups import CANDIDATES, PAPER_FIVE
 from .loglik_tables import LogLikTable
 
 #: The polarity of each Table 3 candidate: +1 positive (likely after a good response), -1 negative.

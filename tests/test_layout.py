@@ -1,0 +1,49 @@
+"""Protects the package's shape: the core imports neither the research tooling nor the faces, and
+importing the core loads no evaluate, gradio, scipy or matplotlib."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "full_metric"
+FACES = {"metric", "cli", "webapp", "__main__"}
+
+
+def _imports(path: Path) -> set[str]:
+    """The package modules a module imports (relative imports resolved to dotted names)."""
+    here = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = here[: len(here) - node.level]
+            found.add(".".join((*base, node.module)) if node.module else ".".join(base))
+    return found
+
+
+def test_the_core_imports_neither_research_nor_faces():
+    for path in PACKAGE.glob("*.py"):
+        if path.stem in FACES or path.stem == "__init__":  # __init__'s FULL is a lazy re-export of the metric face
+            continue
+        for module in _imports(path):
+            assert not module.startswith("full_metric.research"), f"{path.name} imports {module}"
+            assert module.split(".")[-1] not in FACES, f"{path.name} imports the face {module}"
+
+
+def test_research_imports_no_face():
+    for path in (PACKAGE / "research").glob("*.py"):
+        for module in _imports(path):
+            assert module.split(".")[-1] not in FACES, f"research/{path.name} imports the face {module}"
+
+
+def test_importing_the_core_loads_no_heavy_or_face_library():
+    code = (
+        "import sys, full_metric, full_metric.scorer, full_metric.settings, full_metric.dialog_files\n"
+        "bad = [m for m in ('evaluate', 'gradio', 'scipy', 'matplotlib', 'full_metric.research') if m in sys.modules]\n"
+        "print(bad)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
