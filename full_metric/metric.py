@@ -20,6 +20,7 @@ from .models import DEFAULT_MODEL, LoadedModel, load_model, resolve_device, reso
 from .scorer import PRESETS, FullScorer, check_batch_size, check_settings, resolve_positive
 from .settings import SETTINGS, describe
 from .turns import split_turns, strip_speaker
+from .version import __version__
 
 _CITATION = """\
 @inproceedings{de-bruyn-etal-2022-open,
@@ -87,6 +88,7 @@ Examples:
 """
 
 _KWARGS_DESCRIPTION = _KWARGS_DESCRIPTION.replace("{settings}", describe(4, metric=True))
+__all__ = ["FULL", "__version__"]
 CONFIGS = ("default", "turn", "dialog")
 _LOADED: dict[tuple[str, ...], LoadedModel] = {}
 

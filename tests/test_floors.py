@@ -1,5 +1,6 @@
 """Protects honest version floors: the lowest torch and transformers that pyproject.toml declares
-are the versions CI installs in its second environment (``.ci/run``) to run the engine tests."""
+are the versions CI installs in its second environment (``.ci/run``) to run the engine tests (the
+Space's requirements.txt installs the package itself, so it declares no versions of its own)."""
 
 from __future__ import annotations
 
@@ -17,5 +18,3 @@ def test_declared_floors_are_the_versions_ci_tests():
     floor_line = next(line for line in ci.splitlines() if ".venv-floor/bin/pip install torch" in line)
     assert f"torch=={floors['torch']}" in floor_line or f"torch=={floors['torch']}.0" in floor_line
     assert f"transformers=={floors['transformers']}" in floor_line
-    space = (ROOT / "requirements.txt").read_text()
-    assert f"torch>={floors['torch']}" in space and f"transformers>={floors['transformers']}" in space

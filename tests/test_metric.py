@@ -78,7 +78,7 @@ def test_direct_class_and_outputs(tiny_blenderbot_path, expected):
 
 def test_missing_package_gives_install_hint(monkeypatch):
     monkeypatch.setitem(sys.modules, "full_metric", None)
-    with pytest.raises(ImportError, match="pip install full-metric"):
+    with pytest.raises(ImportError, match=r"pip install git\+https://huggingface.co/spaces/<user>/full"):
         evaluate.load(str(REPO / "full.py"))
 
 
@@ -233,3 +233,12 @@ def test_docstring_examples_run(checkout_named_full, tiny_blenderbot_path, monke
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     runner.run(test)
     assert test.examples and runner.failures == 0
+
+
+def test_the_metric_script_warns_when_the_installed_package_is_another_version(monkeypatch):
+    import full_metric.metric as metric_module
+
+    monkeypatch.setattr(metric_module, "__version__", "9.9.9")
+    source = (REPO / "full.py").read_text(encoding="utf-8")
+    with pytest.warns(UserWarning, match="written for full-metric 0.1.0, but 9.9.9 is installed"):
+        exec(compile(source, "full.py", "exec"), {})

@@ -1,0 +1,88 @@
+"""Protects "installable by anyone": the Space folder that scripts/make_space.py assembles holds
+exactly what the Hub needs, builds a wheel and an sdist that pass ``twine check``, and in a fresh
+virtual environment the wheel installs, ``evaluate.load(folder)`` scores, and the app imports."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from full_metric import FullScorer, __version__
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+from make_space import make_space  # noqa: E402
+
+CONTEXTS = [["Hi!", "How was your weekend?"], ["Do you like cooking?"]]
+RESPONSES = ["It was great, I went hiking.", "The capital of Australia is Canberra."]
+
+
+def _run(argv: list[str], timeout: int, **kwargs) -> subprocess.CompletedProcess:
+    """Run a child process; on failure or timeout (the child is killed) show its output."""
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kwargs)
+    except subprocess.TimeoutExpired as error:
+        pytest.fail(f"{argv[:3]} timed out after {timeout} s:\n{error.stdout}\n{error.stderr}")
+    assert done.returncode == 0, f"{argv[:4]} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+@pytest.fixture(scope="module")
+def space(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("space") / "full"
+    make_space(folder, "alice/full")
+    return folder
+
+
+def test_the_space_holds_what_the_hub_needs_and_names_itself(space):
+    files = {str(p.relative_to(space)) for p in space.rglob("*") if p.is_file()}
+    assert {"app.py", "full.py", "README.md", "requirements.txt", "pyproject.toml", ".gitattributes",
+            "full_metric/__init__.py", "full_metric/research/study.py", "docs/app.png"} <= files
+    assert not any(f.startswith(("tests/", ".venv", ".git/", "benchmarks/")) or "__pycache__" in f for f in files)
+    assert (space / "README.md").read_text(encoding="utf-8").startswith("---\ntitle: FULL\n")
+    requirements = [line for line in (space / "requirements.txt").read_text().splitlines() if not line.startswith("#")]
+    assert requirements == ["full-metric[app,evaluate,gguf] @ git+https://huggingface.co/spaces/alice/full"]
+    script = (space / "full.py").read_text(encoding="utf-8")
+    assert "# From: git+https://huggingface.co/spaces/alice/full" in script and "<user>" not in script
+    assert f'WRITTEN_FOR = "{__version__}"' in script
+    attributes = (space / ".gitattributes").read_text()
+    for pattern in ("*.png", "*.safetensors", "*.gguf"):
+        assert f"{pattern} filter=lfs diff=lfs merge=lfs -text" in attributes
+    with pytest.raises(FileExistsError):
+        make_space(space, "alice/full")  # never overwrites
+    with pytest.raises(ValueError, match="user/name"):
+        make_space(space.parent / "other", "no-slash")
+
+
+def test_the_space_builds_installs_and_scores_in_a_fresh_environment(space, tmp_path, tiny_blenderbot_path):
+    dist = tmp_path / "dist"
+    _run([sys.executable, "-m", "build", "--outdir", str(dist), str(space)], timeout=600)
+    built = sorted(p.name for p in dist.iterdir())
+    assert built == [f"full_metric-{__version__}-py3-none-any.whl", f"full_metric-{__version__}.tar.gz"]
+    checked = _run([sys.executable, "-m", "twine", "check", *map(str, dist.iterdir())], timeout=120)
+    assert checked.stdout.count("PASSED") == 2
+
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", str(venv)], timeout=120)
+    python = str(venv / "bin" / "python")
+    wheel = next(dist.glob("*.whl"))
+    _run([python, "-m", "pip", "install", "-q", "torch==2.13.0", f"{wheel}[evaluate,app]"], timeout=1200)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
+           "FULL_MODEL": str(tiny_blenderbot_path), "FULL_DEVICE": "cpu", "PYTHONPATH": ""}
+    code = (
+        "import json, sys, evaluate, full_metric\n"
+        "assert 'site-packages' in full_metric.__file__, full_metric.__file__\n"
+        f"m = evaluate.load({str(space)!r}, model={str(tiny_blenderbot_path)!r}, device='cpu', progress=False)\n"
+        f"print(json.dumps(m.compute(predictions={RESPONSES!r}, references={CONTEXTS!r})['scores']))\n"
+    )
+    done = _run([python, "-c", code], timeout=600, cwd=tmp_path, env=env)
+    expected = FullScorer(tiny_blenderbot_path, device="cpu", progress=False).score(CONTEXTS, RESPONSES).scores
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == pytest.approx(expected, rel=1e-6)
+    assert "was written for full-metric" not in done.stderr
+    app = _run([python, "-c", "import app; print(type(app.demo).__name__)"], timeout=600, cwd=space, env=env)
+    assert app.stdout.strip().splitlines()[-1] == "Blocks"
