@@ -9,8 +9,9 @@ Rows of the table:
   size one, the encoder (or the whole dialog) run again for every follow-up.
 - ``floor``: the floating-point operations the work needs (each dialog read once; for
   encoder-decoder models the cross-attention keys and values once per dialog; each follow-up
-  decoded once; logits at follow-up positions only) divided by this machine's float32
-  matrix-multiply rate, measured here with a large ``torch.matmul`` on the same threads.
+  decoded once; logits at follow-up positions only) divided by this machine's matrix-multiply
+  rate, measured here with a large ``torch.matmul`` on the same threads: in float32, and with
+  ``--dtype bfloat16`` in bfloat16 too (each scorer row is held to its own dtype's floor).
 
 Models: ``blenderbot-400m-random`` (facebook/blenderbot-400M-distill's architecture with random
 weights and the test fixture's tokenizer, since the weights cannot be downloaded here),
@@ -225,55 +226,74 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _child(args: argparse.Namespace, method: str) -> dict[str, Any]:
+def _child(args: argparse.Namespace, method: str, dtype: str | None = None) -> dict[str, Any]:
     argv = [sys.executable, __file__, "--method", method, "--data", args.data, "--model", args.model,
             "--threads", str(args.threads)]
+    options = {**vars(args), "dtype": dtype or args.dtype}
     for flag in ("limit", "reference_limit", "batch_size", "device", "dtype", "engine"):
-        if getattr(args, flag) is not None:
-            argv += [f"--{flag.replace('_', '-')}", str(getattr(args, flag))]
+        if options.get(flag) is not None:
+            argv += [f"--{flag.replace('_', '-')}", str(options[flag])]
     done = subprocess.run(argv, check=True, stdout=subprocess.PIPE, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def run(args: argparse.Namespace) -> None:
+    """The table. With ``--dtype bfloat16`` (or float16) the scorer runs in float32 and in that
+    dtype, each against its own floor (the matrix-multiply rate of its dtype, measured here), both
+    against the reference algorithm in float32."""
     torch.set_num_threads(args.threads)
-    scorer, items, contexts, targets = prepare(args)
+    scorer, items, contexts, targets = prepare(argparse.Namespace(**{**vars(args), "dtype": "float32"}))
     device = scorer.model.device
     n = len(contexts)
     n_tokens = sum(len(c) + sum(len(t) for t in targets) for c in contexts)
     flops = floor_flops(scorer.model, [len(c) for c in contexts], [len(t) for t in targets])
     del scorer
-    rates = [matmul_rate(device, torch.float32)]
-    ours, ref = _child(args, "full-metric"), _child(args, "reference")
-    rates.append(matmul_rate(device, torch.float32))
-    rate = max(rates)  # the machine's rate; a lower reading means something else ran then
-    floor_s = flops / rate
-    ours_s = ours["seconds"]
+    half = args.dtype if args.dtype in ("bfloat16", "float16") else None
+    dtypes = {"float32": torch.float32, **({half: getattr(torch, half)} if half else {})}
+    rates = {name: [matmul_rate(device, dtype)] for name, dtype in dtypes.items()}
+    ours = {name: _child(args, "full-metric", name) for name in dtypes}
+    ref = _child(args, "reference", "float32")
+    for name, dtype in dtypes.items():
+        rates[name].append(matmul_rate(device, dtype))
+    rate = {name: max(readings) for name, readings in rates.items()}  # a lower reading: something else ran
+    floor_s = {name: flops / rate[name] for name in dtypes}
     ref_s = ref["seconds"] * n / ref["items"]
-    diff = max(abs(a - b) for x, y in zip(ours["values"], ref["values"]) for a, b in zip(x, y))
-    weights = ours["weights"]
+    first = ours["float32"]
+    weights = first["weights"]
     turn = sum(r is not None for _, r in items)
-    print(f"model: {args.model} ({ours['model_type']}, {weights / 2**20:.0f} MiB of weights in {ours['dtype']}), "
-          f"device: {ours['device']}, threads: {args.threads}, batch size {ours['batch_size']}, path: {ours['path']}")
+    print(f"model: {args.model} ({first['model_type']}, {weights / 2**20:.0f} MiB of weights in float32), "
+          f"device: {first['device']}, threads: {args.threads}, batch size {first['batch_size']}, path: {first['path']}")
     print(f"inputs: {n} FED items ({turn} turn, {n - turn} dialog), {len(targets)} follow-ups, "
           f"{n_tokens} tokens (context + follow-ups, per item)")
-    print(f"float32 matmul rate: {rate / 1e9:.1f} GFLOP/s (readings: {', '.join(f'{r / 1e9:.1f}' for r in rates)}); "
-          f"floor work: {flops / 1e12:.3f} TFLOP")
+    for name in dtypes:
+        print(f"{name} matmul rate: {rate[name] / 1e9:.1f} GFLOP/s (readings: "
+              f"{', '.join(f'{r / 1e9:.1f}' for r in rates[name])}); floor work: {flops / 1e12:.3f} TFLOP")
     if ref["items"] < n:
         print(f"reference timed on the first {ref['items']} items and scaled to {n}")
     print("each row runs in a fresh process; memory / weights = (weights + the peak RSS growth while scoring) / weights,")
     print("leaving out what importing the libraries and loading the model cost before scoring began")
+    if half:
+        print(f"floor reached: against the floor of the row's own dtype; vs reference: the reference runs in float32")
     print()
     print("| method | dialogs/s | tokens/s | peak RSS MiB | memory / weights | vs reference | floor reached |")
     print("|---|---|---|---|---|---|---|")
-    for name, seconds, row in (("full-metric", ours_s, ours), ("reference", ref_s, ref), ("floor", floor_s, None)):
-        peak = f"{row['peak'] / 2**20:.0f}" if row else "-"
-        ratio = f"{(weights + row['peak'] - row['loaded']) / weights:.2f}" if row else "-"
-        print(f"| {name} | {n / seconds:.2f} | {n_tokens / seconds:.0f} | {peak} | {ratio} | "
-              f"{ref_s / seconds:.1f}x | {floor_s / seconds:.0%} |")
+    rows = [(f"full-metric{'' if not half else ' float32'}", ours["float32"], "float32")]
+    rows += [(f"full-metric {half}", ours[half], half)] if half else []
+    rows += [("reference", ref, "float32")]
+    for name, row, dtype in rows:
+        seconds = ref_s if row is ref else row["seconds"]
+        own = row["weights"]
+        print(f"| {name} | {n / seconds:.2f} | {n_tokens / seconds:.0f} | {row['peak'] / 2**20:.0f} | "
+              f"{(own + row['peak'] - row['loaded']) / own:.2f} | {ref_s / seconds:.1f}x | {floor_s[dtype] / seconds:.0%} |")
+    for name in dtypes:
+        label = "floor" if not half else f"floor {name}"
+        print(f"| {label} | {n / floor_s[name]:.2f} | {n_tokens / floor_s[name]:.0f} | - | - | "
+              f"{ref_s / floor_s[name]:.1f}x | 100% |")
     print()
-    print(f"largest difference, full-metric ({ours['dtype']}) vs reference (float32), per follow-up "
-          f"log-likelihood: {diff:.2e} nats")
+    for name in dtypes:
+        diff = max(abs(a - b) for x, y in zip(ours[name]["values"], ref["values"]) for a, b in zip(x, y))
+        print(f"largest difference, full-metric ({ours[name]['dtype']}) vs reference (float32), per follow-up "
+              f"log-likelihood: {diff:.2e} nats")
 
 
 def main() -> None:
@@ -284,7 +304,8 @@ def main() -> None:
     parser.add_argument("--reference-limit", type=int, help="time the reference on the first N items only")
     parser.add_argument("--batch-size", type=int)
     parser.add_argument("--device")
-    parser.add_argument("--dtype", choices=("float32", "bfloat16", "float16"))
+    parser.add_argument("--dtype", choices=("float32", "bfloat16", "float16"),
+                        help="bfloat16 / float16: also run the scorer in that dtype, against its own floor")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--engine", choices=("batched", "generic"), default="batched",
                         help="batched: the path the scorer chose (default); generic: the generic path")

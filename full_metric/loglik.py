@@ -318,8 +318,15 @@ def _decoder_only_batch(
 
 
 def _output_logits(model: Any, hidden: torch.Tensor) -> torch.Tensor:
-    """Apply the model's output head (and final logit soft-capping where the model has it)."""
-    logits = model.get_output_embeddings()(hidden)
+    """Apply the model's output head (and final logit soft-capping where the model has it), in
+    float32 whatever the model's dtype: at follow-up positions only, that costs little and keeps the
+    logits of a half-precision model from being rounded before the log-softmax."""
+    head = model.get_output_embeddings()
+    if head.weight.dtype == torch.float32:
+        logits = head(hidden)
+    else:
+        bias = None if getattr(head, "bias", None) is None else head.bias.float()
+        logits = torch.nn.functional.linear(hidden.float(), head.weight.float(), bias)
     cap = getattr(model.config, "final_logit_softcapping", None)
     if cap:
         logits = torch.tanh(logits / cap) * cap

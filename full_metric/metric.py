@@ -96,11 +96,11 @@ _LOADED: dict[tuple[str, ...], LoadedModel] = {}
 def _shared_model(model: str, **settings: Any) -> LoadedModel:
     """One loaded model per value of the settings that load it (device and dtype resolved), shared by
     all instances."""
-    resolved = {**settings, "device": str(resolve_device(settings.get("device"))),
-                "dtype": str(resolve_dtype(settings.get("dtype")))}
+    dtype = resolve_dtype(settings.get("dtype"), settings.get("device"))
+    resolved = {**settings, "device": str(resolve_device(settings.get("device"))), "dtype": str(dtype)}
     key = (str(model), *(f"{k}={v}" for k, v in sorted(resolved.items())))
     if key not in _LOADED:
-        _LOADED[key] = load_model(model, **{**settings, "dtype": resolve_dtype(settings.get("dtype"))})
+        _LOADED[key] = load_model(model, **{**settings, "dtype": dtype})
     return _LOADED[key]
 
 
@@ -122,7 +122,6 @@ class FULL(evaluate.Metric):
         settings = {s.name: kwargs.pop(s.keyword, s.default) for s in SETTINGS}
         super().__init__(config_name=config_name, **kwargs)
         checked = check_settings({k: v for k, v in settings.items() if k != "model"})
-        resolve_dtype(settings["dtype"])
         settings["model"] = settings["model"] or PRESETS[checked["preset"]].get("model")
         self._model_settings = {s.name: settings[s.name] for s in SETTINGS if s.loads_model}
         self._scorer_settings = {s.name: settings[s.name] for s in SETTINGS if not s.loads_model}

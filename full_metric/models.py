@@ -76,12 +76,55 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
     return torch.device(device)
 
 
-def resolve_dtype(dtype: str | torch.dtype | None) -> torch.dtype | None:
-    """A torch dtype from its name; ``None`` keeps the model's own (float32 when loaded here)."""
+#: CPU feature flags (``/proc/cpuinfo``) of native bfloat16 arithmetic: AVX512-BF16 and AMX on x86,
+#: the BF16 extension on Arm.
+NATIVE_BF16_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")
+
+
+def cpu_flags() -> set[str]:
+    """This CPU's feature flags (Linux ``/proc/cpuinfo``; empty where it cannot be read)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return set()
+    return {flag for line in text.splitlines() if line.split(":")[0].strip() in ("flags", "Features")
+            for flag in line.split(":", 1)[1].split()}
+
+
+def native_bf16(flags: set[str] | None = None) -> str | None:
+    """The flag by which this CPU computes bfloat16 natively, or ``None`` (``flags``: injectable)."""
+    flags = cpu_flags() if flags is None else flags
+    return next((f for f in NATIVE_BF16_FLAGS if f in flags), None)
+
+
+def resolve_dtype(
+    dtype: str | torch.dtype | None, device: str | torch.device | None = None, flags: set[str] | None = None
+) -> torch.dtype | None:
+    """A torch dtype from its name; ``None`` keeps the model's own (float32 when loaded here).
+
+    ``"auto"``: bfloat16 on a CPU that computes it natively (detected from its feature flags,
+    ``flags`` to inject them), float32 elsewhere, saying why in the log. An explicit bfloat16 on a
+    CPU without native support warns that it will be slow.
+    """
     if dtype is None or isinstance(dtype, torch.dtype):
         return dtype
-    if dtype not in _DTYPES:
-        raise ValueError(f"unknown dtype {dtype!r}; choose one of {sorted(_DTYPES)}")
+    if dtype != "auto" and dtype not in _DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}; choose one of {sorted(_DTYPES) + ['auto']}")
+    on_cpu = resolve_device(device).type == "cpu"
+    native = native_bf16(flags) if on_cpu and dtype in ("auto", "bfloat16") else None
+    if dtype == "auto":
+        if not on_cpu:
+            logger.info("dtype 'auto' keeps float32: bfloat16 is chosen automatically on CPUs only")
+            return torch.float32
+        if native is None:
+            logger.info("dtype 'auto' keeps float32: this CPU has no native bfloat16 (no %s flag)",
+                        " / ".join(NATIVE_BF16_FLAGS))
+            return torch.float32
+        logger.info("dtype 'auto' picks bfloat16: this CPU computes it natively (%s)", native)
+        return torch.bfloat16
+    if dtype == "bfloat16" and on_cpu and native is None:
+        logger.warning("bfloat16 on this CPU will be slow: it has no native bfloat16 (no %s flag); "
+                       "float32 is faster here", " / ".join(NATIVE_BF16_FLAGS))
     return _DTYPES[dtype]
 
 
@@ -130,7 +173,7 @@ def load_model(
     or is the path of one (then ``model`` is ignored).
     """
     target_device = resolve_device(device)
-    torch_dtype = resolve_dtype(dtype)
+    torch_dtype = resolve_dtype(dtype, target_device)
     if isinstance(model, LoadedModel):
         return model
     if not isinstance(model, (str, os.PathLike)):

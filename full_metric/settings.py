@@ -110,8 +110,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("rendering", "how a dialog is written for the model (default: the preset's, else the model "
             "family's)", choices=_renderings),
     Setting("device", "cuda, mps, cpu... (default: the best available)", loads_model=True),
-    Setting("dtype", "the model's dtype: float32 (default), bfloat16 or float16", loads_model=True,
-            choices=lambda: ("float32", "bfloat16", "float16")),
+    Setting("dtype", "the model's dtype: float32 (default), bfloat16, float16, or auto (bfloat16 on a CPU that "
+            "computes it natively, else float32); the signature names the dtype that ran", loads_model=True,
+            choices=lambda: ("float32", "bfloat16", "float16", "auto")),
     Setting("batch_size", "dialogs per forward pass (default 4 on a CPU, 32 on an accelerator)", kind=int),
     Setting("max_batch_tokens", "padded tokens per forward pass at most (default 1024 on a CPU, 65536 on an "
             "accelerator)", kind=int),
