@@ -273,7 +273,7 @@ def run(args: argparse.Namespace) -> None:
     print("each row runs in a fresh process; memory / weights = (weights + the peak RSS growth while scoring) / weights,")
     print("leaving out what importing the libraries and loading the model cost before scoring began")
     if half:
-        print(f"floor reached: against the floor of the row's own dtype; vs reference: the reference runs in float32")
+        print("floor reached: against the floor of the row's own dtype; vs reference: the reference runs in float32")
     print()
     print("| method | dialogs/s | tokens/s | peak RSS MiB | memory / weights | vs reference | floor reached |")
     print("|---|---|---|---|---|---|---|")

@@ -1,4 +1,4 @@
-"""Token ids in, follow-up log-likelihoods out: the generic, packed and oracle engines.
+"""Token ids in, follow-up log-likelihoods out: the generic, cached, packed and oracle engines.
 
 Every function returns, for each dialog, one ``(sum of token log-probabilities, token count)``
 pair per target (follow-up), in target order. Log-probabilities are always computed in float32,
@@ -40,7 +40,8 @@ import torch
 LogLik = tuple[float, int]
 #: The most logits (rows x positions x vocabulary) held at once by the decoder-only engines.
 LOGIT_BUDGET = 8_000_000
-#: The engines' names: ``packed`` and ``generic`` score many dialogs per pass, ``oracle`` one pair.
+#: The engines' names: ``packed``, ``cached`` and ``generic`` score many dialogs and follow-ups per
+#: call, ``oracle`` one pair per forward pass.
 PATHS = ("packed", "cached", "generic", "oracle")
 
 
@@ -265,8 +266,7 @@ def _new_cache(model: Any) -> tuple[str, Any]:
         cache = DynamicCache() if _sliding_window(model) else DynamicCache(config=model.config)
     except TypeError:  # transformers before 4.56
         cache = DynamicCache()
-    params = inspect.signature(_body(model).forward).parameters
-    return ("cache" if "cache" in params else "past_key_values"), cache
+    return cache_keyword(_body(model)) or "past_key_values", cache
 
 
 def _decoder_only_batch(
