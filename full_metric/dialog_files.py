@@ -75,19 +75,12 @@ def table_rows(
     return rows
 
 
-def parse_json_lines(
-    text: str, error: type[ValueError] = DialogFileError, where: str = ""
-) -> list[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line; ``error`` names ``where`` and the line."""
-    return table_rows(text, ".jsonl", error, where)  # type: ignore[return-value]
-
-
 def _records(path: Path) -> list[tuple[int, dict[str, Any]]]:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
         raise DialogFileError(f"{path}: not UTF-8 text ({error})") from None
-    return parse_json_lines(text, DialogFileError, f"{path}, ")
+    return table_rows(text, ".jsonl", DialogFileError, f"{path}, ")  # type: ignore[return-value]
 
 
 def write_dialogs(path: str | Path, records: list[dict[str, Any]]) -> None:

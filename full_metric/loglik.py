@@ -37,6 +37,8 @@ from typing import Any, Sequence
 
 import torch
 
+from .paths import text_config
+
 LogLik = tuple[float, int]
 #: The most logits (rows x positions x vocabulary) held at once by the decoder-only engines.
 LOGIT_BUDGET = 8_000_000
@@ -243,7 +245,7 @@ def _repeated_decoder(
 
 def _sliding_window(model: Any) -> int | None:
     """The window of the model's sliding-window attention layers (Gemma 2/3...), if it has any."""
-    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    config = text_config(model.config)
     if "sliding_attention" not in (getattr(config, "layer_types", None) or ()):
         return None
     return getattr(config, "sliding_window", None)

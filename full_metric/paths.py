@@ -44,13 +44,14 @@ MASKABLE_ATTENTION = frozenset({"eager", "sdpa"})
 LENGTH_DEPENDENT_ROPE = frozenset({"dynamic", "longrope"})
 
 
-def _text_config(config: Any) -> Any:
+def text_config(config: Any) -> Any:
+    """The language model's config (a multimodal config's text part; the config itself otherwise)."""
     return config.get_text_config() if hasattr(config, "get_text_config") else config
 
 
 def attention_window(config: Any) -> int | None:
     """The span of the model's windowed, local or chunked attention, whichever field declares it."""
-    config = _text_config(config)
+    config = text_config(config)
     windows = [
         getattr(config, key, None)
         for key in ("sliding_window", "attention_chunk_size", "window_size", "local_window_size")
@@ -72,8 +73,9 @@ def _rope_type(config: Any) -> str | None:
 def choose_paths(model: Any) -> tuple[tuple[str, ...], str]:
     """The candidate engines for ``model``, fastest first (ending with ``"generic"``), and why the
     first was chosen or the packed path was not."""
-    kind = str(getattr(_text_config(model.config), "model_type", "") or model.config.model_type)
-    packed, reason = _packed_fits(model)
+    config = text_config(model.config)
+    kind = str(getattr(config, "model_type", "") or model.config.model_type)
+    packed, reason = _packed_fits(model, config, kind)
     cached = not model.config.is_encoder_decoder and kind in CACHED_DECODER_ONLY
     paths = (("packed",) if packed else ()) + (("cached",) if cached else ()) + ("generic",)
     if not packed and cached:
@@ -81,9 +83,7 @@ def choose_paths(model: Any) -> tuple[tuple[str, ...], str]:
     return paths, reason
 
 
-def _packed_fits(model: Any) -> tuple[bool, str]:
-    config = _text_config(model.config)
-    kind = str(getattr(config, "model_type", "") or getattr(model.config, "model_type", ""))
+def _packed_fits(model: Any, config: Any, kind: str) -> tuple[bool, str]:
     attention = getattr(model.config, "_attn_implementation", None) or "eager"
     if model.config.is_encoder_decoder:
         if kind not in PACKED_ENCODER_DECODER:

@@ -103,7 +103,7 @@ def check_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     if unknown:
         raise TypeError(f"unknown setting {unknown[0]!r}; the settings are {list(BY_NAME)}")
     for name, setting in BY_NAME.items():
-        if setting.kind is not bool and not (name == "dtype" and not isinstance(settings.get(name), str)):
+        if not (name == "dtype" and isinstance(settings.get(name), torch.dtype)):  # a torch dtype is valid as it is
             setting.check(settings.get(name))
     preset, max_turns = settings.get("preset"), settings.get("max_turns")
     follow_ups, positive_follow_ups = settings.get("follow_ups"), settings.get("positive_follow_ups")
