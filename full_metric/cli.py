@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from .dialog_files import DialogFileError, read_dialogs, read_follow_ups, write_dialogs
+from .dialog_files import DialogFileError, read_dialog_lines, read_dialogs, read_follow_ups, write_dialogs
 from .follow_ups import NAMED_SETS
 from .settings import SETTINGS
 from .version import __version__
@@ -96,6 +96,25 @@ def _parser() -> argparse.ArgumentParser:
     table.add_argument("--name", help="the data set's name in the study (default: the file name without suffix)")
     table.add_argument("--label", help="the model's name in the study (default: the model id or GGUF file)")
     table.add_argument("-o", "--output", required=True, help="the table, JSON")
+    comp = commands.add_parser("compare", help="compare systems' scored (or unscored) files: intervals, paired tests")
+    comp.add_argument("files", nargs="+", help="JSON Lines files of `full-metric score` (unscored ones are scored first)")
+    comp.add_argument("--baseline", help="the system the others are tested against (default: the first file's)")
+    comp.add_argument("--method", choices=("bootstrap", "randomization"), default="bootstrap",
+                      help="paired bootstrap resampling or approximate randomization")
+    comp.add_argument("--resamples", type=int, help="resamples (bootstrap, default 1000) or trials (randomization, 10000)")
+    comp.add_argument("--seed", type=int, default=12345)
+    comp.add_argument("--unpaired", action="store_true", help="compare files whose contexts differ, unpaired")
+    comp.add_argument("--json", dest="json_out", help="write the comparison as JSON")
+    comp.add_argument("--plot", help="save a PNG of the means with their intervals")
+    _scorer_options(comp)
+    systems = commands.add_parser("systems", help="does FULL rank the systems of rated sets as people do?")
+    systems.add_argument("data", nargs="+", help="rated files whose items name their 'system' (FED JSON, USR JSON Lines)")
+    systems.add_argument("--score-field", default="human", help="the human rating column (JSON Lines / CSV)")
+    systems.add_argument("--presets", nargs="+", help="presets to run (default: every preset that fits the model)")
+    systems.add_argument("--resamples", type=int, default=1000)
+    systems.add_argument("--seed", type=int, default=12345)
+    systems.add_argument("-o", "--output", required=True, help="the folder for report.md and results.json")
+    _scorer_options(systems)
     study = commands.add_parser("study", help="compare FULL configurations on log-likelihood tables, leave one set out")
     study.add_argument("tables", nargs="+", help="tables written by score-candidates (every variant on every set)")
     study.add_argument("-o", "--output", required=True, help="the folder for report.md and results.json")
@@ -117,12 +136,125 @@ def _score(args: argparse.Namespace) -> int:
     turn_level = bool(records) and records[0].get("response") is not None
     contexts = [r["context"] for r in records]
     result = scorer.score(contexts, [r["response"] for r in records] if turn_level else None)
-    for record, score, values in zip(records, result.scores, result.follow_up_log_likelihoods):
-        record["full"] = score
-        record["follow_up_log_likelihoods"] = dict(zip(result.follow_ups, values))
+    _put_scores(records, result)
     write_dialogs(args.output, records)
     print(f"scored {len(records)} dialogs: mean FULL {result.mean:.4f}", file=sys.stderr)
     print(result.signature, file=sys.stderr)
+    return 0
+
+
+def _put_scores(records: list[dict[str, Any]], result: Any) -> None:
+    """Add each record's score, per-follow-up log-likelihoods and the signature (in place)."""
+    for record, score, values in zip(records, result.scores, result.follow_up_log_likelihoods):
+        record["full"] = score
+        record["follow_up_log_likelihoods"] = dict(zip(result.follow_ups, values))
+        record["signature"] = result.signature
+
+
+def _system_file(path: str, scorer: Any) -> tuple[str, list[int], list[dict[str, Any]], str | None]:
+    """(system name, line numbers, records scored, signature) of one file of ``compare``: the name
+    is the records' common ``system`` field or the file's stem; unscored files are scored."""
+    lines = read_dialog_lines(path)
+    if not lines:
+        raise DialogFileError(f"{path}: no records")
+    numbers, records = [n for n, _ in lines], [r for _, r in lines]
+    scored = ["full" in r for r in records]
+    if any(scored) and not all(scored):
+        first = numbers[scored.index(not scored[0])]
+        raise DialogFileError(f"{path}, line {first}: some records have a 'full' score and some do not")
+    if all(scored):
+        bad = next((n for n, r in lines if isinstance(r["full"], bool) or not isinstance(r["full"], (int, float))), None)
+        if bad is not None:
+            raise DialogFileError(f"{path}, line {bad}: field 'full' is not a number")
+    else:
+        turn_level = records[0].get("response") is not None
+        _put_scores(records, scorer().score([r["context"] for r in records],
+                                            [r["response"] for r in records] if turn_level else None))
+    names = {r.get("system") for r in records}
+    name = str(names.pop()) if len(names) == 1 and None not in names else Path(path).stem
+    signatures = {r.get("signature") for r in records}
+    if len(signatures) > 1:
+        raise DialogFileError(f"{path}: its records were scored with different settings: {sorted(map(str, signatures))}")
+    return name, numbers, records, signatures.pop()
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from .comparison import PairingError, compare_systems, pair_items
+
+    made: list[Any] = []
+
+    def scorer() -> Any:  # loaded once, and only if a file needs scoring
+        if not made:
+            made.append(_make_scorer(args))
+        return made[0]
+
+    files = [_system_file(path, scorer) for path in args.files]
+    names = [name for name, *_ in files]
+    if len(set(names)) != len(names):
+        raise DialogFileError(f"two files name the same system ({names}); give them a 'system' field or other names")
+    signatures = {str(sig) for *_, sig in files}
+    if len(signatures) > 1:
+        raise DialogFileError("the files were scored with different settings, their scores do not compare: "
+                              + "; ".join(f"{path}: {sig}" for path, (*_, sig) in zip(args.files, files)))
+    baseline = args.baseline or names[0]
+    if baseline not in names:
+        raise DialogFileError(f"--baseline {baseline!r} is not one of the systems {names}")
+    scores = {name: [r["full"] for r in records] for name, _, records, _ in files}
+    if not args.unpaired:
+        keys = {name: [(tuple(r["context"]), r.get("response") is None) for r in records]
+                for name, _, records, _ in files}
+        try:
+            order = pair_items(keys, baseline)
+        except PairingError as error:
+            path, numbers = next((p, f[1]) for p, f in zip(args.files, files) if f[0] == error.system)
+            raise DialogFileError(f"{path}, line {numbers[error.index]}: {error}; "
+                                  "the files must answer the same contexts (or pass --unpaired)") from None
+        scores = {name: [values[k] for k in order[name]] for name, values in scores.items()}
+    comparison = compare_systems(scores, baseline=baseline, method=args.method, resamples=args.resamples,
+                                 seed=args.seed, paired=not args.unpaired)
+    print(comparison.table())
+    signature = signatures.pop()
+    print(signature, file=sys.stderr)
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps({**comparison.to_dict(), "signature": signature}, indent=2))
+    if args.plot:
+        from .research.plots import means_with_intervals
+
+        means_with_intervals(args.plot, comparison)
+    return 0
+
+
+def _systems(args: argparse.Namespace) -> int:
+    from .research.human_eval import LEVELS, score_items
+    from .research.rated_files import read_rated
+    from .research.systems import system_agreement, write_system_report
+    from .scorer import PRESETS, FullScorer, preset_fits
+
+    first = _make_scorer(args)
+    loaded = first.loaded
+    fitting = [p for p in PRESETS if preset_fits(p, loaded.name, loaded.model.config.model_type)
+               and (PRESETS[p]["rendering"] != "reference" or loaded.is_encoder_decoder)]
+    presets = args.presets or fitting
+    options = {"batch_size": args.batch_size, "max_batch_tokens": args.max_batch_tokens,
+               "context_budget": args.context_budget, "progress": args.progress}
+    rows = []
+    label = Path(args.gguf_file).name if args.gguf_file else loaded.name
+    for preset in presets:
+        scorer = FullScorer(loaded, preset=preset, **options)
+        for path in args.data:
+            data = read_rated(path, score_field=args.score_field)
+            aspect = "Overall" if Path(path).suffix.lower() == ".json" else args.score_field
+            for level in LEVELS:
+                items = [i for i in data.level(level) if i.system is not None]
+                if len({i.system for i in items}) < 2:
+                    continue
+                result = score_items(scorer, items)
+                row = system_agreement(items, result.scores, aspect, resamples=args.resamples, seed=args.seed)
+                rows.append({"data_set": Path(path).stem, "level": level, "model": label, "preset": preset,
+                             "signature": result.signature, **row})
+                print(f"{Path(path).stem} {level} {preset}: Spearman over {len(row['systems'])} systems "
+                      f"{row['spearman']:.2f}, pairs {row['counts']}")
+    print(f"wrote {write_system_report(rows, args.output, _command_line())}", file=sys.stderr)
     return 0
 
 
@@ -248,8 +380,12 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _command_line() -> str:
-    """This run's command line as a user would type it (``full-metric ...``)."""
-    return " ".join(["full-metric", *sys.argv[1:]])
+    """This run's command line as a user would type it (``full-metric ...``), an absolute path
+    shortened to ``<...>/`` and its last two parts (reports carry no path of the machine)."""
+    def short(arg: str) -> str:
+        return f"<...>/{'/'.join(Path(arg).parts[-2:])}" if Path(arg).is_absolute() else arg
+
+    return " ".join(["full-metric", *map(short, sys.argv[1:])])
 
 
 def _score_candidates(args: argparse.Namespace) -> int:
@@ -279,7 +415,7 @@ def _study(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"score": _score, "score-candidates": _score_candidates, "study": _study, "correlate": _correlate, "rank-follow-ups": _rank, "report": _report}
+COMMANDS = {"score": _score, "compare": _compare, "systems": _systems, "score-candidates": _score_candidates, "study": _study, "correlate": _correlate, "rank-follow-ups": _rank, "report": _report}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -21,7 +21,13 @@ def read_dialogs(path: str | Path) -> list[dict[str, Any]]:
     Blank lines are skipped. Every record must have the same level: all with a response
     (turn level) or none (dialog level).
     """
-    records = []
+    return [record for _, record in read_dialog_lines(path)]
+
+
+def read_dialog_lines(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
+    """:func:`read_dialogs` with each record's line number."""
+    records: list[dict[str, Any]] = []
+    numbers: list[int] = []
     for number, record in _records(Path(path)):
         where = f"{path}, line {number}"
         context = record.get("context")
@@ -38,7 +44,8 @@ def read_dialogs(path: str | Path) -> list[dict[str, Any]]:
         if record.get("response") is None and not context:
             raise DialogFileError(f"{where}: field 'context' is an empty dialog and there is no 'response'")
         records.append(record)
-    return records
+        numbers.append(number)
+    return list(zip(numbers, records))
 
 
 def table_rows(

@@ -88,7 +88,7 @@ Examples:
 """
 
 _KWARGS_DESCRIPTION = _KWARGS_DESCRIPTION.replace("{settings}", describe(4, metric=True))
-__all__ = ["FULL", "__version__"]
+__all__ = ["FULL", "FullSettings", "__version__"]
 CONFIGS = ("default", "turn", "dialog")
 _LOADED: dict[tuple[str, ...], LoadedModel] = {}
 
@@ -112,15 +112,15 @@ def _as_turns(value: Any, strip: bool) -> Any:
     return turns
 
 
-@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
-class FULL(evaluate.Metric):
-    """The FULL metric. Settings as keyword arguments (see ``_KWARGS_DESCRIPTION``)."""
+class FullSettings:
+    """What FULL's evaluate modules share: every setting as a keyword of ``evaluate.load``, checked
+    before any model work, and the scorer built on first use around the process-wide model cache."""
 
     def __init__(
         self, config_name: str | None = None, *, strip_speaker_prefixes: bool = False, **kwargs: Any
     ):
         settings = {s.name: kwargs.pop(s.keyword, s.default) for s in SETTINGS}
-        super().__init__(config_name=config_name, **kwargs)
+        super().__init__(config_name=config_name, **kwargs)  # type: ignore[call-arg]
         checked = check_settings({k: v for k, v in settings.items() if k != "model"})
         settings["model"] = settings["model"] or PRESETS[checked["preset"]].get("model")
         self._model_settings = {s.name: settings[s.name] for s in SETTINGS if s.loads_model}
@@ -136,6 +136,45 @@ class FULL(evaluate.Metric):
         *(inspect.Parameter(s.keyword, inspect.Parameter.KEYWORD_ONLY, default=s.default) for s in SETTINGS),
         inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD),
     ])
+
+    def _download_and_prepare(self, dl_manager: Any) -> None:
+        self.scorer  # noqa: B018 -- load the model with evaluate.load, as comet does
+
+    @property
+    def scorer(self) -> FullScorer:
+        """The scorer, built on first use around the shared loaded model."""
+        if self._scorer is None:
+            settings = dict(self._model_settings)
+            loaded = _shared_model(settings.pop("model") or DEFAULT_MODEL, **settings)
+            self._scorer = FullScorer(loaded, **self._scorer_settings)
+        return self._scorer
+
+    @staticmethod
+    def check_call_options(kwargs: dict[str, Any]) -> None:
+        """Check a call's follow-ups and batch size before anything is stored."""
+        if kwargs.get("follow_ups") is not None:
+            resolve_follow_ups(kwargs["follow_ups"])
+        if kwargs.get("positive_follow_ups") is not None:
+            resolve_positive(kwargs["positive_follow_ups"], (), ())
+        if kwargs.get("batch_size") is not None:
+            check_batch_size(kwargs["batch_size"])
+
+    def contexts(self, references: Any, strip: bool) -> list[Any]:
+        """Turn-level contexts as lists of turns (strings split, labels stripped on request)."""
+        if isinstance(references, (str, bytes)) or not isinstance(references, Sequence):
+            raise TypeError(f"references must be a list of contexts, got {type(references).__name__}")
+        return [_as_turns(r, strip) for r in references]
+
+    @staticmethod
+    def responses(predictions: Any, strip: bool) -> Any:
+        if isinstance(predictions, Sequence) and not isinstance(predictions, (str, bytes)) and strip:
+            return [strip_speaker(p) if isinstance(p, str) else p for p in predictions]
+        return predictions
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class FULL(FullSettings, evaluate.Metric):
+    """The FULL metric. Settings as keyword arguments (see ``_KWARGS_DESCRIPTION``)."""
 
     @property
     def dialog_level(self) -> bool:
@@ -159,19 +198,6 @@ class FULL(evaluate.Metric):
             reference_urls=["https://aclanthology.org/2022.coling-1.41"],
         )
 
-    # -- the scorer, loaded once ---------------------------------------------------------------
-    def _download_and_prepare(self, dl_manager: Any) -> None:
-        self.scorer  # noqa: B018 -- load the model with evaluate.load, as comet does
-
-    @property
-    def scorer(self) -> FullScorer:
-        """The scorer, built on first use around the shared loaded model."""
-        if self._scorer is None:
-            settings = dict(self._model_settings)
-            loaded = _shared_model(settings.pop("model") or DEFAULT_MODEL, **settings)
-            self._scorer = FullScorer(loaded, **self._scorer_settings)
-        return self._scorer
-
     # -- input checks and normalisation, before evaluate stores anything -----------------------
     def _prepare(self, predictions: Any, references: Any, strip: bool | None) -> tuple[Any, Any]:
         strip = self.strip_speaker_prefixes if strip is None else strip
@@ -183,11 +209,8 @@ class FULL(evaluate.Metric):
             dialogs = [_as_turns(p, strip) for p in predictions]
             check_dialogs(dialogs)
             return dialogs, None
-        if isinstance(references, (str, bytes)) or not isinstance(references, Sequence):
-            raise TypeError(f"references must be a list of contexts, got {type(references).__name__}")
-        contexts = [_as_turns(r, strip) for r in references]
-        if isinstance(predictions, Sequence) and not isinstance(predictions, (str, bytes)) and strip:
-            predictions = [strip_speaker(p) if isinstance(p, str) else p for p in predictions]
+        contexts = self.contexts(references, strip)
+        predictions = self.responses(predictions, strip)
         check_dialogs(contexts, predictions)
         return list(predictions), contexts
 
@@ -211,12 +234,7 @@ class FULL(evaluate.Metric):
         """Check and normalise the examples (before anything is stored), then score them all.
 """
         strip = kwargs.pop("strip_speaker_prefixes", None)
-        if kwargs.get("follow_ups") is not None:
-            resolve_follow_ups(kwargs["follow_ups"])
-        if kwargs.get("positive_follow_ups") is not None:
-            resolve_positive(kwargs["positive_follow_ups"], (), ())
-        if kwargs.get("batch_size") is not None:
-            check_batch_size(kwargs["batch_size"])
+        self.check_call_options(kwargs)
         if predictions is not None or references is not None:
             predictions, references = self._prepare(predictions, references, strip)
         return super().compute(predictions=predictions, references=references, **kwargs)

@@ -157,6 +157,16 @@ def _release_freed_memory() -> None:
         pass
 
 
+def model_label(source: str, gguf_file: str | None = None) -> str:
+    """The model's name in signatures, reports and the app: a Hub id (with its GGUF file), or for a
+    local folder or file only its own name, never the machine's path (the revision's digest of
+    the weights identifies a local model)."""
+    local = Path(source).exists()
+    if gguf_file is not None:
+        return gguf_file if local else f"{source}/{gguf_file}"
+    return Path(source).name if local else source
+
+
 def load_model(
     model: str | Any = DEFAULT_MODEL,
     *,
@@ -179,7 +189,7 @@ def load_model(
     if not isinstance(model, (str, os.PathLike)):
         if tokenizer is None:
             raise ValueError("an already loaded model needs its tokenizer: pass tokenizer=")
-        name = getattr(model.config, "name_or_path", "") or type(model).__name__
+        name = model_label(getattr(model.config, "name_or_path", "") or type(model).__name__)
         loaded = LoadedModel(model, tokenizer, name, getattr(model.config, "_commit_hash", None) or "unknown")
     else:
         loaded = _load_pretrained(str(model), tokenizer, gguf_file, torch_dtype, revision)
@@ -206,7 +216,7 @@ def _load_pretrained(
     model = auto.from_pretrained(source, dtype=torch_dtype or torch.float32, **kwargs)
     if tokenizer is None:
         tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
-    name = source if gguf_file is None else f"{source}/{gguf_file}"
+    name = model_label(source, gguf_file)
     if gguf_file is not None:
         _release_freed_memory()  # de-quantizing leaves large freed buffers in the process
     return LoadedModel(model, tokenizer, name, revision or _revision(source, gguf_file, model.config))

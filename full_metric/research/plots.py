@@ -44,3 +44,22 @@ def follow_up_bars(path: str | Path, ranking: Sequence[dict[str, Any]], levels: 
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def means_with_intervals(path: str | Path, comparison: Any) -> None:
+    """A :class:`~full_metric.comparison.Comparison` as points (means) with error bars (intervals),
+    best on top; the baseline's mean is a dashed line and significant systems are marked ``*``."""
+    plt = _pyplot()
+    rows = comparison.ranking()[::-1]
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(rows) + 1.5))
+    means = [s.mean for s in rows]
+    ax.errorbar(means, range(len(rows)), xerr=[[m - s.ci_low for m, s in zip(means, rows)],
+                                               [s.ci_high - m for m, s in zip(means, rows)]], fmt="o", capsize=4)
+    ax.axvline(next(s.mean for s in rows if s.system == comparison.baseline), linestyle="--", color="grey")
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([s.system + (" *" if comparison.significant(s) else "") for s in rows])
+    ax.set_xlabel(f"mean FULL with {comparison.confidence:.0%} interval (higher is better); "
+                  f"dashed: baseline; *: p (Holm) < {comparison.alpha}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,277 @@
+"""Comparing dialog systems by their per-example FULL scores: intervals, paired tests, rankings.
+
+No model work happens here: the tests resample the cached per-example scores (sacrebleu's
+``--paired-bs`` and ``--paired-ar``, not evaluate's evaluator, which would call the model once per
+resample). Written with numpy rather than ``scipy.stats`` because scipy has neither sacrebleu's
+p-value convention nor resampling shared by several systems, nor a Holm correction;
+``tests/test_comparison.py`` checks the results against ``scipy.stats.bootstrap`` and
+``scipy.stats.permutation_test`` where they compute the same thing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Hashable, Mapping, Sequence
+
+import numpy as np
+
+METHODS = ("bootstrap", "randomization")
+#: sacrebleu's defaults: 1,000 bootstrap resamples, 10,000 randomization trials, seed 12345.
+DEFAULT_RESAMPLES = {"bootstrap": 1000, "randomization": 10000}
+DEFAULT_SEED = 12345
+#: resamples behind the intervals when the p-values come from approximate randomization
+INTERVAL_RESAMPLES = 1000
+
+
+class PairingError(ValueError):
+    """Two systems did not answer the same contexts; ``system`` and ``index`` name the first item
+    that does not pair (``index`` into that system's items)."""
+
+    def __init__(self, message: str, system: str, index: int):
+        super().__init__(message)
+        self.system, self.index = system, index
+
+
+@dataclass(frozen=True)
+class SystemScore:
+    """One system's mean with its interval and, but for the baseline, its difference from the
+    baseline with its interval and p-values (uncorrected and Holm-corrected)."""
+
+    system: str
+    n: int
+    mean: float
+    ci_low: float
+    ci_high: float
+    rank: int
+    delta: float | None = None
+    delta_ci_low: float | None = None
+    delta_ci_high: float | None = None
+    p_value: float | None = None
+    p_value_holm: float | None = None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Systems compared with a baseline; ``systems`` in the order given, ``rank`` 1 the highest mean."""
+
+    systems: tuple[SystemScore, ...]
+    baseline: str
+    method: str
+    resamples: int
+    seed: int
+    paired: bool
+    confidence: float = 0.95
+    alpha: float = 0.05
+
+    def significant(self, system: SystemScore) -> bool:
+        """Whether ``system`` differs from the baseline at ``alpha`` after the Holm correction."""
+        return system.p_value_holm is not None and system.p_value_holm < self.alpha
+
+    def ranking(self) -> list[SystemScore]:
+        return sorted(self.systems, key=lambda s: s.rank)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "baseline": self.baseline, "method": self.method, "resamples": self.resamples, "seed": self.seed,
+            "paired": self.paired, "confidence": self.confidence, "alpha": self.alpha,
+            "systems": [{**asdict(s), "significant": self.significant(s)} for s in self.systems],
+        }
+
+    def table(self) -> str:
+        """A plain-text table (sacrebleu's layout) with a footer saying what the test means."""
+        pct = f"{self.confidence:.0%}"
+        head = f"{'system':28} {'n':>5} {'mean':>9} {pct + ' CI':>20} {'delta':>9} {pct + ' CI (delta)':>20} {'p':>8} {'p (Holm)':>9} rank"
+        lines = [head, "-" * len(head)]
+        for s in self.systems:
+            ci = f"[{s.ci_low:.3f}, {s.ci_high:.3f}]"
+            if s.system == self.baseline:
+                rest = f"{'(baseline)':>9} {'':>20} {'':>8} {'':>9}"
+            else:
+                dci = f"[{s.delta_ci_low:.3f}, {s.delta_ci_high:.3f}]"
+                mark = "*" if self.significant(s) else " "
+                rest = f"{s.delta:>+9.3f} {dci:>20} {s.p_value:>8.4f} {s.p_value_holm:>8.4f}{mark}"
+            lines.append(f"{s.system[:28]:28} {s.n:>5} {s.mean:>9.3f} {ci:>20} {rest} {s.rank:>4}")
+        test = {"bootstrap": f"paired bootstrap resampling ({self.resamples} resamples)",
+                "randomization": f"approximate randomization ({self.resamples} trials)"}[self.method]
+        if not self.paired:
+            test = test.replace("paired ", "") + ", UNPAIRED: the systems did not answer the same contexts"
+        lines += [
+            "",
+            f"p: two-sided {test}, seed {self.seed}, against the baseline {self.baseline!r}; "
+            f"intervals: {pct} percentile bootstrap; * p < {self.alpha} after Holm's correction for "
+            f"{len(self.systems) - 1} comparison(s).",
+            "A significant difference means the systems' FULL scores differ beyond what resampling these items "
+            "explains; it does not say that people would prefer the system with the higher score.",
+        ]
+        return "\n".join(lines)
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (same order as given): the i-th smallest times (m - i + 1),
+    made non-decreasing, capped at 1."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    adjusted = [0.0] * len(p_values)
+    running = 0.0
+    for step, i in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - step) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def _p_value(extreme: np.ndarray) -> float:
+    """sacrebleu's p = (c + 1) / (N + 1), ``extreme`` a boolean per resample or trial."""
+    return (int(extreme.sum()) + 1) / (len(extreme) + 1)
+
+
+def _percentiles(values: np.ndarray, confidence: float) -> tuple[float, float]:
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(values, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def _as_scores(name: str, values: Any) -> np.ndarray:
+    scores = getattr(values, "scores", values)  # a FullResult or a sequence of numbers
+    array = np.asarray(list(scores), dtype=float)
+    if array.ndim != 1 or len(array) == 0:
+        raise ValueError(f"system {name!r}: no scores")
+    bad = np.flatnonzero(~np.isfinite(array))
+    if len(bad):
+        raise ValueError(f"system {name!r}: item {bad[0]} is not a finite number ({array[bad[0]]})")
+    return array
+
+
+def compare_systems(
+    scores: Mapping[str, Any],
+    *,
+    baseline: str | None = None,
+    method: str = "bootstrap",
+    resamples: int | None = None,
+    seed: int = DEFAULT_SEED,
+    paired: bool = True,
+    confidence: float = 0.95,
+    alpha: float = 0.05,
+) -> Comparison:
+    """Compare systems by their per-example scores (``FullResult`` s or lists of numbers).
+
+    Paired (the default): every system scored the same items in the same order; the bootstrap
+    resamples item indices shared by all systems. Unpaired: each system is resampled on its own and
+    the randomization test shuffles the pooled scores of the two systems compared. The p-value of
+    each system against ``baseline`` (default: the first system) is two-sided, as sacrebleu computes
+    it: bootstrap, the share of resampled mean differences at least as far from the observed one as
+    the observed one is from zero; randomization, the share of trials (each pair swapped with
+    probability 1/2, or the pooled scores shuffled) whose difference is at least as large as the
+    observed one in absolute value; p = (c + 1) / (N + 1). Holm's correction covers the comparisons
+    with the baseline. The intervals are percentile bootstrap intervals (``resamples`` of them with
+    the bootstrap, :data:`INTERVAL_RESAMPLES` with randomization).
+
+    Raises:
+        ValueError: fewer than two systems, an unknown baseline or method, paired systems of
+            different lengths, a non-finite score.
+    """
+    if len(scores) < 2:
+        raise ValueError(f"a comparison needs at least two systems, got {len(scores)}")
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose one of {METHODS}")
+    names = [str(n) for n in scores]
+    if len(set(names)) != len(names):
+        raise ValueError(f"system names must differ: {names}")
+    baseline = names[0] if baseline is None else baseline
+    if baseline not in names:
+        raise ValueError(f"baseline {baseline!r} is not one of the systems {names}")
+    resamples = DEFAULT_RESAMPLES[method] if resamples is None else resamples
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
+        raise ValueError(f"resamples must be a positive integer, got {resamples!r}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie between 0 and 1, got {confidence}")
+    arrays = {n: _as_scores(n, v) for n, v in zip(names, scores.values())}
+    if paired:
+        lengths = {n: len(a) for n, a in arrays.items()}
+        if len(set(lengths.values())) != 1:
+            raise ValueError(f"paired systems need the same number of items, got {lengths}; compare them unpaired")
+    rng = np.random.default_rng(seed)
+    boots = _bootstrap_means(arrays, resamples if method == "bootstrap" else INTERVAL_RESAMPLES, paired, rng)
+    means = {n: float(a.mean()) for n, a in arrays.items()}
+    order = sorted(names, key=lambda n: -means[n])
+    base = arrays[baseline]
+    tests: dict[str, dict[str, float]] = {}
+    for name in names:
+        if name == baseline:
+            continue
+        delta = means[name] - means[baseline]
+        resampled = boots[name] - boots[baseline]
+        if method == "bootstrap":
+            p = _p_value(np.abs(resampled - delta) >= abs(delta))
+        else:
+            p = _p_value(_randomized(arrays[name], base, resamples, paired, rng) >= abs(delta))
+        low, high = _percentiles(resampled, confidence)
+        tests[name] = {"delta": delta, "delta_ci_low": low, "delta_ci_high": high, "p_value": p}
+    for name, adjusted in zip(tests, holm([t["p_value"] for t in tests.values()])):
+        tests[name]["p_value_holm"] = adjusted
+    systems = []
+    for name in names:
+        low, high = _percentiles(boots[name], confidence)
+        systems.append(SystemScore(name, len(arrays[name]), means[name], low, high, order.index(name) + 1,
+                                   **tests.get(name, {})))
+    return Comparison(tuple(systems), baseline, method, resamples, seed, paired, confidence, alpha)
+
+
+def _bootstrap_means(
+    arrays: Mapping[str, np.ndarray], resamples: int, paired: bool, rng: np.random.Generator
+) -> dict[str, np.ndarray]:
+    """Each system's mean on ``resamples`` resamples of its items (the same indices for all when paired)."""
+    if paired:
+        n = len(next(iter(arrays.values())))
+        index = rng.integers(0, n, size=(resamples, n))
+        return {name: a[index].mean(axis=1) for name, a in arrays.items()}
+    return {name: a[rng.integers(0, len(a), size=(resamples, len(a)))].mean(axis=1) for name, a in arrays.items()}
+
+
+def _randomized(a: np.ndarray, b: np.ndarray, trials: int, paired: bool, rng: np.random.Generator) -> np.ndarray:
+    """|mean difference| of ``trials`` randomized relabellings: each pair swapped with probability 1/2
+    (paired), or the pooled scores shuffled into groups of the same sizes (unpaired)."""
+    if paired:
+        signs = rng.integers(0, 2, size=(trials, len(a))) * 2 - 1
+        return np.abs((signs * (a - b)).mean(axis=1))
+    pooled = np.concatenate([a, b])
+    out = np.empty(trials)
+    for t in range(trials):
+        shuffled = rng.permutation(pooled)
+        out[t] = abs(shuffled[: len(a)].mean() - shuffled[len(a):].mean())
+    return out
+
+
+def pair_items(
+    systems: Mapping[str, Sequence[Hashable]], baseline: str
+) -> dict[str, list[int]]:
+    """For each system, the indices of its items in the baseline's order, pairing items by their
+    key (e.g. the context's turns): the k-th item with a key pairs with the baseline's k-th item
+    with that key (so repeated contexts pair by position).
+
+    Raises:
+        PairingError: a system lacks one of the baseline's keys or has one the baseline lacks
+            (naming the first such item).
+    """
+    def keyed(keys: Sequence[Hashable]) -> list[tuple[Hashable, int]]:
+        seen: dict[Hashable, int] = {}
+        out = []
+        for key in keys:
+            out.append((key, seen.get(key, 0)))
+            seen[key] = seen.get(key, 0) + 1
+        return out
+
+    base = keyed(systems[baseline])
+    where = {k: i for i, k in enumerate(base)}
+    order: dict[str, list[int]] = {}
+    for name, keys in systems.items():
+        mine = keyed(keys)
+        position = {k: i for i, k in enumerate(mine)}
+        extra = next((i for i, k in enumerate(mine) if k not in where), None)
+        if extra is not None:
+            raise PairingError(f"system {name!r}, item {extra + 1}: its context is not among the baseline "
+                               f"{baseline!r}'s (or occurs there fewer times)", name, extra)
+        missing = next((i for i, k in enumerate(base) if k not in position), None)
+        if missing is not None:
+            raise PairingError(f"system {name!r} has no item for the baseline {baseline!r}'s item {missing + 1} "
+                               f"(its context)", baseline, missing)
+        order[name] = [position[k] for k in base]
+    return order
