@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from .dialog_files import DialogFileError, read_dialog_lines, read_dialogs, read_follow_ups, write_dialogs
+from .dialog_files import DialogFileError, read_dialog_lines, read_follow_ups
 from .follow_ups import NAMED_SETS
 from .settings import SETTINGS
 from .version import __version__
@@ -58,9 +58,22 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="full-metric", description="FULL: follow-up log-likelihood dialog scores.")
     parser.add_argument("--version", action="version", version=f"full-metric {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    score = commands.add_parser("score", help="score the dialogs of a JSON Lines file")
-    score.add_argument("input", help='JSON Lines: {"context": [turns...], "response": "..."} (no response: dialog level)')
-    score.add_argument("-o", "--output", required=True, help="JSON Lines out: the input records plus their scores")
+    score = commands.add_parser("score", help="score the dialogs of a file or Hub dataset (streamed, resumable, "
+                                "sharded under torchrun / accelerate launch)")
+    score.add_argument("input", nargs="?", help='JSON Lines, CSV or Parquet rows: {"context": [turns...] or "one turn '
+                       'per line", "response": "..."} (no response: dialog level)')
+    score.add_argument("-o", "--output", required=True,
+                       help="JSON Lines (.jsonl) or Parquet (.parquet): the input's columns plus the score "
+                            "('full'), the per-follow-up log-likelihoods and the signature")
+    score.add_argument("--dataset", help="a Hub dataset to score instead of a file (read with datasets, streamed)")
+    score.add_argument("--split", default="train", help="the dataset's split (default: train)")
+    score.add_argument("--config", help="the dataset's configuration")
+    score.add_argument("--context-column", default="context", help="the column of the contexts (default: context)")
+    score.add_argument("--response-column", default="response", help="the column of the responses (default: response)")
+    score.add_argument("--resume", action="store_true",
+                       help="continue a killed run into the same output: rows already scored are kept")
+    score.add_argument("--chunk-size", type=int, default=256,
+                       help="rows scored and written at a time (a killed run loses at most one chunk)")
     _scorer_options(score)
     corr = commands.add_parser("correlate", help="correlate FULL with human ratings (turn and dialog level)")
     _rated_options(corr)
@@ -131,15 +144,15 @@ def _make_scorer(args: argparse.Namespace) -> Any:
 
 
 def _score(args: argparse.Namespace) -> int:
-    records = read_dialogs(args.input)
-    scorer = _make_scorer(args)
-    turn_level = bool(records) and records[0].get("response") is not None
-    contexts = [r["context"] for r in records]
-    result = scorer.score(contexts, [r["response"] for r in records] if turn_level else None)
-    _put_scores(records, result)
-    write_dialogs(args.output, records)
-    print(f"scored {len(records)} dialogs: mean FULL {result.mean:.4f}", file=sys.stderr)
-    print(result.signature, file=sys.stderr)
+    from .corpus import Source, score_corpus
+
+    source = Source(args.input, args.dataset, args.split, args.config, args.context_column, args.response_column)
+    progress = args.progress is not False
+    done = score_corpus(source, args.output, lambda: _make_scorer(args), resume=args.resume,
+                        chunk_size=args.chunk_size, progress=progress)
+    if done["mean"] is not None:
+        print(f"scored {done['items']} dialogs: mean FULL {done['mean']:.4f}", file=sys.stderr)
+        print(done["signature"], file=sys.stderr)
     return 0
 
 

@@ -215,6 +215,15 @@ def compare_systems(
     return Comparison(tuple(systems), baseline, method, resamples, seed, paired, confidence, alpha)
 
 
+def mean_interval(
+    values: Sequence[float], *, resamples: int = DEFAULT_RESAMPLES["bootstrap"], seed: int = DEFAULT_SEED,
+    confidence: float = 0.95,
+) -> tuple[float, float]:
+    """One group's mean with no comparison: its percentile bootstrap interval."""
+    boots = _bootstrap_means({"x": _as_scores("x", values)}, resamples, True, np.random.default_rng(seed))
+    return _percentiles(boots["x"], confidence)
+
+
 def _bootstrap_means(
     arrays: Mapping[str, np.ndarray], resamples: int, paired: bool, rng: np.random.Generator
 ) -> dict[str, np.ndarray]:

@@ -66,10 +66,12 @@ def model_lock(model: Any) -> threading.RLock:
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
-    """``None`` or ``"auto"``: CUDA, else Apple MPS, else CPU."""
+    """``None`` or ``"auto"``: CUDA (the process's own GPU, ``cuda:LOCAL_RANK``, under ``torchrun``
+    or ``accelerate launch``), else Apple MPS, else CPU."""
     if device is None or device == "auto":
         if torch.cuda.is_available():
-            return torch.device("cuda")
+            local = os.environ.get("LOCAL_RANK")
+            return torch.device(f"cuda:{int(local) % torch.cuda.device_count()}" if local else "cuda")
         if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
             return torch.device("mps")
         return torch.device("cpu")

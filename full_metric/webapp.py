@@ -134,13 +134,45 @@ def rank(candidates: Sequence[str], scores: Sequence[float]) -> list[tuple[int, 
     return [(r + 1, candidates[i], scores[i]) for r, i in enumerate(order)]
 
 
-def summarize(rows: Sequence[dict[str, Any]]) -> list[tuple[str, int, float]]:
-    """(group, count, mean score): ``all``, then each ``system`` when the rows name one."""
-    groups: dict[str, list[float]] = {"all": [r["full"] for r in rows]}
+def summarize(rows: Sequence[dict[str, Any]], baseline: str | None = None) -> tuple[list[dict[str, Any]], Any]:
+    """The batch summary: a row for ``all`` (count, mean, 95% interval) and, when the rows name two or
+    more ``system`` s, one per system with its difference from ``baseline`` (default: the first
+    system), the p-value of the paired bootstrap test (unpaired when the systems did not answer the
+    same contexts) and its Holm correction; also the :class:`~full_metric.comparison.Comparison`
+    (``None`` without systems)."""
+    from .comparison import PairingError, compare_systems, mean_interval, pair_items
+
+    scores = [r["full"] for r in rows]
+    low, high = mean_interval(scores)
+    table = [{"group": "all", "items": len(scores), "mean FULL": sum(scores) / len(scores), "CI low": low,
+              "CI high": high}]
+    groups: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         if row.get("system") is not None:
-            groups.setdefault(str(row["system"]), []).append(row["full"])
-    return [(name, len(v), sum(v) / len(v)) for name, v in groups.items()]
+            groups.setdefault(str(row["system"]), []).append(row)
+    if len(groups) < 2:
+        return table, None
+    baseline = baseline if baseline in groups else next(iter(groups))
+    try:
+        order = pair_items({n: [(tuple(r["context"]), r["response"] is None) for r in g] for n, g in groups.items()},
+                           baseline)
+        paired = True
+    except PairingError:
+        order, paired = {n: list(range(len(g))) for n, g in groups.items()}, False
+    comparison = compare_systems({n: [g[k]["full"] for k in order[n]] for n, g in groups.items()},
+                                 baseline=baseline, paired=paired)
+    for s in comparison.systems:
+        table.append({"group": s.system, "items": s.n, "mean FULL": s.mean, "CI low": s.ci_low, "CI high": s.ci_high,
+                      "vs baseline": "baseline" if s.delta is None else f"{s.delta:+.3f}",
+                      "p": s.p_value, "p (Holm)": s.p_value_holm,
+                      "significant": "" if s.delta is None else ("yes" if comparison.significant(s) else "no"),
+                      "paired": "yes" if paired else "no (different contexts)"})
+    return table, comparison
+
+
+def systems_in(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The ``system`` names of uploaded rows, in order of first appearance."""
+    return list(dict.fromkeys(str(r["system"]) for r in rows if r.get("system") is not None))
 
 
 def choose_settings(
@@ -269,7 +301,16 @@ def build_app(scorer: FullScorer) -> Any:
         result = chosen.score([turns], **options_out)
         return f"{result.scores[0]:.3f}", chart(["dialog"], result.follow_ups, result.follow_up_log_likelihoods), result.signature
 
-    def score_file(upload: Any, *options_in: str):
+    def upload_systems(upload: Any):
+        """The baseline menu's choices: the systems the uploaded file names."""
+        try:
+            path = Path(upload if isinstance(upload, str) else upload.name)
+            names = systems_in(read_upload(path.name, path.read_bytes())) if upload is not None else []
+        except (InputError, OSError):
+            names = []
+        return gr.update(choices=names, value=names[0] if names else None)
+
+    def score_file(upload: Any, baseline_name: str | None, *options_in: str):
         if upload is None:
             raise gr.Error("upload a .jsonl or .csv file first")
         path = Path(upload if isinstance(upload, str) else upload.name)
@@ -284,10 +325,16 @@ def build_app(scorer: FullScorer) -> Any:
             [{"system": r.get("system", ""), "context": " / ".join(r["context"])[-120:],
               "response": r["response"] or "", "full": r["full"]} for r in rows]
         )
-        summary = pd.DataFrame(summarize(rows), columns=["group", "items", "mean FULL"])
+        summary_rows, comparison = summarize(rows, baseline_name)
+        summary = pd.DataFrame(summary_rows).round(4)
+        figure = None
+        if comparison is not None:
+            from .research.plots import means_figure
+
+            figure = means_figure(comparison)
         out = Path(tempfile.mkdtemp()) / f"{path.stem}.scored.jsonl"
         out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-        return table, summary, str(out), signature
+        return table, summary, figure, str(out), signature
 
     with gr.Blocks(title="FULL: follow-up log-likelihood") as demo:
         gr.Markdown(
@@ -326,10 +373,16 @@ def build_app(scorer: FullScorer) -> Any:
             upload = gr.File(label="Dialogs file", file_types=[".jsonl", ".csv"], elem_id="batch-upload")
             batch_button = gr.Button("Score file", variant="primary", elem_id="batch-score")
             table = gr.Dataframe(label="Scores", elem_id="batch-table")
-            summary = gr.Dataframe(label="Summary", elem_id="batch-summary")
+            baseline = gr.Dropdown([], label="Baseline system (the others are tested against it)",
+                                   elem_id="batch-baseline", allow_custom_value=True)
+            summary = gr.Dataframe(label="Summary: means with 95% intervals; per system, the paired bootstrap test "
+                                   "against the baseline (significant: p < 0.05 after Holm's correction)",
+                                   elem_id="batch-summary")
+            means_chart = gr.Plot(label="Mean FULL per system with its 95% interval", elem_id="batch-chart")
             download = gr.File(label="Scored file")
             batch_sig = gr.Textbox(label="Signature", interactive=False)
-            batch_button.click(score_file, [upload, *options], [table, summary, download, batch_sig])
+            upload.change(upload_systems, upload, baseline)
+            batch_button.click(score_file, [upload, baseline, *options], [table, summary, means_chart, download, batch_sig])
         gr.Markdown(_card())
     demo.queue(default_concurrency_limit=1, max_size=64)
     return demo

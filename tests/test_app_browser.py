@@ -93,8 +93,9 @@ def test_score_compare_and_batch_in_a_browser(app_url, tiny_blenderbot_path, tmp
         playwright_api.expect(table).to_contain_text("Hello there, nice to meet you.")
         summary = page.locator("#batch-summary")
         playwright_api.expect(summary).to_contain_text("bot-a")
-        for word in ("all", "bot-b", "mean FULL"):
+        for word in ("all", "bot-b", "mean FULL", "CI low", "p (Holm)", "baseline"):
             assert word in summary.inner_text()
+        playwright_api.expect(page.locator("#batch-chart img")).to_have_count(1)  # the means with intervals
         page.screenshot(path=str(tmp_path / "app-batch.png"), full_page=True)
         browser.close()
     assert (tmp_path / "app-turn.png").stat().st_size > 10_000

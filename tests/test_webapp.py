@@ -51,8 +51,22 @@ def test_settings_choice(tiny_blenderbot_path):
 
 def test_rank_and_summary():
     assert rank(["a", "b", "c"], [1.0, 3.0, 2.0]) == [(1, "b", 3.0), (2, "c", 2.0), (3, "a", 1.0)]
-    rows = [{"full": 1.0, "system": "x"}, {"full": 3.0, "system": "y"}, {"full": 2.0, "system": "x"}]
-    assert summarize(rows) == [("all", 3, 2.0), ("x", 2, 1.5), ("y", 1, 3.0)]
+    # without systems: the mean and its interval (all bootstrap means of [1, 2, 3] lie in [1, 3])
+    table, comparison = summarize([{"full": 1.0}, {"full": 3.0}, {"full": 2.0}])
+    assert comparison is None and len(table) == 1
+    assert table[0]["items"] == 3 and table[0]["mean FULL"] == 2.0 and 1.0 <= table[0]["CI low"] < 2.0 < table[0]["CI high"] <= 3.0
+    # two systems answering the same contexts (in another order): paired, against the chosen baseline
+    rows = [{"full": float(k), "system": "x", "context": [f"c{k}"], "response": "r"} for k in range(12)]
+    rows += [{"full": k + 5.0, "system": "y", "context": [f"c{k}"], "response": "r"} for k in reversed(range(12))]
+    table, comparison = summarize(rows, baseline="y")
+    assert [r["group"] for r in table] == ["all", "x", "y"] and comparison.paired and comparison.baseline == "y"
+    x = table[1]
+    assert x["vs baseline"] == "-5.000" and x["significant"] == "yes" and x["paired"] == "yes"
+    assert x["p"] == pytest.approx(1 / 1001)  # a constant difference: no resample as far from it as it is from 0
+    assert table[2]["vs baseline"] == "baseline"
+    # systems that answered different contexts: compared unpaired, and the table says so
+    rows[-1] = {**rows[-1], "context": ["elsewhere"]}
+    assert summarize(rows)[0][1]["paired"] == "no (different contexts)"
 
 
 def test_read_jsonl_and_csv():

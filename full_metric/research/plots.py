@@ -46,9 +46,9 @@ def follow_up_bars(path: str | Path, ranking: Sequence[dict[str, Any]], levels: 
     plt.close(fig)
 
 
-def means_with_intervals(path: str | Path, comparison: Any) -> None:
-    """A :class:`~full_metric.comparison.Comparison` as points (means) with error bars (intervals),
-    best on top; the baseline's mean is a dashed line and significant systems are marked ``*``."""
+def means_figure(comparison: Any) -> Any:
+    """A :class:`~full_metric.comparison.Comparison` as a matplotlib figure: points (means) with
+    error bars (intervals), best on top; the baseline's mean dashed, significant systems marked ``*``."""
     plt = _pyplot()
     rows = comparison.ranking()[::-1]
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(rows) + 1.5))
@@ -58,8 +58,14 @@ def means_with_intervals(path: str | Path, comparison: Any) -> None:
     ax.axvline(next(s.mean for s in rows if s.system == comparison.baseline), linestyle="--", color="grey")
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([s.system + (" *" if comparison.significant(s) else "") for s in rows])
-    ax.set_xlabel(f"mean FULL with {comparison.confidence:.0%} interval (higher is better); "
-                  f"dashed: baseline; *: p (Holm) < {comparison.alpha}")
+    ax.set_xlabel(f"mean FULL with {comparison.confidence:.0%} interval (higher is better)\n"
+                  f"dashed: the baseline; *: p (Holm) < {comparison.alpha}")
     fig.tight_layout()
+    return fig
+
+
+def means_with_intervals(path: str | Path, comparison: Any) -> None:
+    """:func:`means_figure` saved as a PNG."""
+    fig = means_figure(comparison)
     fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _pyplot().close(fig)

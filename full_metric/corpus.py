@@ -1,0 +1,407 @@
+"""Scoring corpora of any size (``full-metric score``): streamed, resumable, sharded.
+
+The input (JSON Lines, CSV, Parquet or a Hub dataset) is read twice as a stream: once to check
+every row (errors name the row, before any model work) and to note each row's length, then in
+chunks for scoring. Each rank of ``torch.distributed`` (one process, or ``torchrun`` /
+``accelerate launch`` on one or several machines) scores its share, balanced by length, and
+appends each scored chunk to its own part file in ``OUTPUT.parts/`` (flushed to disk: a killed run
+loses at most the chunk in flight). When every rank is done, rank 0 writes the output in input
+order (JSON Lines or Parquet, by extension) and removes the parts. ``--resume`` keeps the parts
+of a killed run whose input and settings match, and scores only what they lack.
+
+JSON Lines and CSV are read here line by line, so that an error names its line (the ``datasets``
+readers report a malformed line without its number); Parquet files and Hub datasets are read with
+``datasets`` in streaming mode.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import logging
+import math
+import os
+import shutil
+from array import array
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from tqdm.auto import tqdm
+
+from .dialog_files import DialogFileError
+from .distributed import Rank, balanced_shares, barrier, setup
+from .turns import split_turns
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_CHUNK_SIZE = 256
+RUN_FILE = "run.json"
+INPUT_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
+OUTPUT_SUFFIXES = (".jsonl", ".parquet")
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where the dialogs come from: a local file, or a Hub dataset (``dataset``, ``split``,
+    ``config``); which columns hold the context (a list of turns, or a string with a turn per line)
+    and the response (missing or empty: dialog level)."""
+
+    path: str | None = None
+    dataset: str | None = None
+    split: str = "train"
+    config: str | None = None
+    context_column: str = "context"
+    response_column: str = "response"
+
+    def __post_init__(self) -> None:
+        if (self.path is None) == (self.dataset is None):
+            raise DialogFileError("give an input file or --dataset NAME (one of them)")
+        if self.path is not None:
+            if Path(self.path).suffix.lower() not in INPUT_SUFFIXES:
+                raise DialogFileError(f"{self.path}: expected one of {', '.join(INPUT_SUFFIXES)}")
+            if not Path(self.path).is_file():
+                raise DialogFileError(f"{self.path}: no such file")
+
+    @property
+    def name(self) -> str:
+        return self.path if self.path is not None else f"{self.dataset}[{self.split}]"
+
+    def raw_rows(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(where, row) for every row, streamed."""
+        suffix = Path(self.path).suffix.lower() if self.path else ""
+        if suffix in (".jsonl", ".json"):
+            yield from _json_lines(self.path)
+        elif suffix == ".csv":
+            yield from _csv_rows(self.path)
+        else:
+            yield from _dataset_rows(self)
+
+    def dialogs(self) -> Iterator[tuple[str, dict[str, Any], list[str], str | None]]:
+        """(where, row, context turns, response or ``None``) for every row, each checked."""
+        for where, row in self.raw_rows():
+            yield (where, row, *self._dialog(where, row))
+
+    def _dialog(self, where: str, row: dict[str, Any]) -> tuple[list[str], str | None]:
+        context = row.get(self.context_column)
+        if isinstance(context, str):
+            context = split_turns(context)
+        if not isinstance(context, (list, tuple)) or not all(isinstance(t, str) for t in context):
+            raise DialogFileError(f"{where}: field {self.context_column!r} must be a list of strings "
+                                  "or a string with a turn per line")
+        response = row.get(self.response_column)
+        if response is not None and not isinstance(response, str):
+            raise DialogFileError(f"{where}: field {self.response_column!r} must be a string")
+        if response is not None and not response.strip():
+            if self.path is None or not self.path.lower().endswith(".csv"):  # an empty CSV cell is a missing value
+                raise DialogFileError(f"{where}: field {self.response_column!r} is empty")
+            response = None
+        if response is None and not context:
+            raise DialogFileError(f"{where}: field {self.context_column!r} is an empty dialog and there is no "
+                                  f"{self.response_column!r}")
+        return list(context), response
+
+
+def _json_lines(path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    with open(path, encoding="utf-8") as handle:
+        number = 0
+        while True:
+            where = f"{path}, line {number + 1}"
+            try:
+                line = handle.readline()
+            except UnicodeDecodeError as error:
+                raise DialogFileError(f"{where}: not UTF-8 text ({error.reason})") from None
+            if not line:
+                return
+            number += 1
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise DialogFileError(f"{where}: not valid JSON ({error.msg})") from None
+            if not isinstance(record, dict):
+                raise DialogFileError(f"{where}: expected a JSON object, got {type(record).__name__}")
+            yield where, record
+
+
+def _csv_rows(path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            reader = csv.DictReader(handle)
+            start = 2
+            for row in reader:
+                extra = row.pop(None, None)  # type: ignore[call-overload]
+                if extra:
+                    raise DialogFileError(f"{path}, line {start}: more cells than the header has columns")
+                yield f"{path}, line {start}", row
+                start = reader.line_num + 1
+    except UnicodeDecodeError as error:
+        raise DialogFileError(f"{path}: not UTF-8 text ({error.reason})") from None
+
+
+def _dataset_rows(source: Source) -> Iterator[tuple[str, dict[str, Any]]]:
+    try:
+        import datasets
+    except ImportError:
+        raise DialogFileError("Parquet files and Hub datasets need the datasets package: "
+                              "pip install 'full-metric[evaluate]'") from None
+    if source.path is not None:
+        stream = datasets.load_dataset("parquet", data_files=source.path, split="train", streaming=True)
+    else:
+        stream = datasets.load_dataset(source.dataset, source.config, split=source.split, streaming=True)
+    for number, row in enumerate(stream, start=1):
+        yield f"{source.name}, row {number}", row
+
+
+@dataclass
+class Survey:
+    """What the checking pass learnt: the number of rows, each row's length (characters), the
+    level, and a fingerprint of every (context, response)."""
+
+    items: int
+    lengths: array
+    level: str
+    fingerprint: str
+
+
+def _fingerprint_update(digest: Any, context: list[str], response: str | None) -> None:
+    digest.update(json.dumps([context, response], ensure_ascii=False).encode("utf-8") + b"\n")
+
+
+def survey(source: Source) -> Survey:
+    """Check every row of ``source`` (raising :class:`DialogFileError` naming the first bad one)
+    and note its length; memory: one integer per row."""
+    lengths, digest, level = array("q"), hashlib.sha256(), None
+    for where, _, context, response in source.dialogs():
+        this = "dialog" if response is None else "turn"
+        if level is not None and this != level:
+            raise DialogFileError(f"{where}: mixes turn-level (with a response) and dialog-level (without) rows")
+        level = this
+        lengths.append(sum(map(len, context)) + len(response or ""))
+        _fingerprint_update(digest, context, response)
+    if level is None:
+        raise DialogFileError(f"{source.name}: no rows")
+    return Survey(len(lengths), lengths, level, digest.hexdigest())
+
+
+# -- the parts of a run ---------------------------------------------------------------------
+def _parts_folder(output: Path) -> Path:
+    return output.with_name(output.name + ".parts")
+
+
+def _repair(part: Path) -> None:
+    """Cut a line torn by a kill off the end of a part file."""
+    with open(part, "rb+") as handle:
+        data = handle.read()
+        keep = data.rfind(b"\n") + 1
+        lines = data[:keep].splitlines()
+        if lines:
+            try:
+                json.loads(lines[-1])
+            except json.JSONDecodeError:
+                keep -= len(lines[-1]) + 1
+        if keep != len(data):
+            logger.warning("%s: dropping a torn last line (%d bytes) left by a killed run", part, len(data) - keep)
+            handle.truncate(keep)
+
+
+def _output_matches(output: Path, source: Source, run: dict[str, Any]) -> bool:
+    """Whether a finished output holds exactly this input, scored with these settings."""
+    digest, signatures, count = hashlib.sha256(), set(), 0
+    checker = Source(str(output), None, context_column=source.context_column,
+                     response_column=source.response_column)
+    for _, row, context, response in checker.dialogs():
+        _fingerprint_update(digest, context, response)
+        signatures.add(row.get("signature"))
+        count += 1
+    return count == run["items"] and digest.hexdigest() == run["fingerprint"] and signatures == {run["signature"]}
+
+
+def _prepare(output: Path, source: Source, run: dict[str, Any], resume: bool) -> bool:
+    """Rank 0, before any rank scores: start afresh, or check and keep a killed run's parts.
+    Returns ``False`` when a finished output already holds this run (``resume`` only)."""
+    parts = _parts_folder(output)
+    run_file = parts / RUN_FILE
+    if not resume:
+        if parts.exists():
+            logger.info("removing the parts of an earlier run in %s (pass --resume to keep them)", parts)
+            shutil.rmtree(parts)
+    elif run_file.is_file():
+        earlier = json.loads(run_file.read_text(encoding="utf-8"))
+        for key, what in (("fingerprint", "input"), ("items", "input"), ("signature", "settings")):
+            if earlier.get(key) != run[key]:
+                raise DialogFileError(
+                    f"--resume: {parts} belongs to another {what} ({key} {earlier.get(key)!r}, this run's "
+                    f"{run[key]!r}); nothing was changed: remove it, or write to another output")
+        for part in parts.glob("part-*.jsonl"):
+            _repair(part)
+        return True
+    elif output.is_file():
+        if _output_matches(output, source, run):
+            logger.warning("--resume: %s is already complete for this input and these settings", output)
+            return False
+        raise DialogFileError(f"--resume: {output} holds another input or other settings (or is incomplete "
+                              "without its .parts folder); nothing was changed: remove it, or write to another output")
+    parts.mkdir(parents=True, exist_ok=True)
+    run_file.write_text(json.dumps(run, indent=2), encoding="utf-8")
+    return True
+
+
+def _done(parts: Path, items: int) -> bytearray:
+    """A flag per row: already in a part file."""
+    done = bytearray(items)
+    for part in sorted(parts.glob("part-*.jsonl")):
+        with open(part, encoding="utf-8") as handle:
+            for line in handle:
+                done[json.loads(line)["i"]] = 1
+    return done
+
+
+def _append(part: Path, lines: list[str]) -> None:
+    with open(part, "a", encoding="utf-8") as handle:
+        handle.write("".join(lines))
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _merge(parts: Path, output: Path, items: int, chunk_size: int) -> float:
+    """Write the output in input order from the part files (atomically); returns the mean score."""
+    files = sorted(parts.glob("part-*.jsonl"))
+    which, offsets = array("i", [-1]) * items, array("q", [0]) * items
+    for f, part in enumerate(files):
+        with open(part, "rb") as handle:
+            offset = 0
+            for line in handle:
+                index = json.loads(line)["i"]
+                which[index], offsets[index] = f, offset
+                offset += len(line)
+    missing = next((i for i in range(items) if which[i] < 0), None)
+    if missing is not None:
+        raise RuntimeError(f"row {missing + 1} was scored by no rank; rerun with --resume")
+    handles = [open(part, "rb") for part in files]
+    temporary = output.with_name(output.name + ".tmp")
+    total = 0.0
+    try:
+        with _writer(temporary) as write:
+            batch = []
+            for i in range(items):
+                handle = handles[which[i]]
+                handle.seek(offsets[i])
+                record = json.loads(handle.readline())["r"]
+                total += record["full"]
+                batch.append(record)
+                if len(batch) == chunk_size:
+                    write(batch)
+                    batch = []
+            if batch:
+                write(batch)
+    finally:
+        for handle in handles:
+            handle.close()
+    os.replace(temporary, output)
+    shutil.rmtree(parts)
+    return total / items
+
+
+class _writer:
+    """A context manager giving ``write(records)`` for the output's format (by its extension)."""
+
+    def __init__(self, path: Path):
+        self.path, self.parquet = path, path.name.removesuffix(".tmp").lower().endswith(".parquet")
+
+    def __enter__(self) -> Callable[[list[dict[str, Any]]], None]:
+        if self.parquet:
+            self.handle, self.schema = None, None
+            return self._parquet
+        self.handle = open(self.path, "w", encoding="utf-8")
+        return lambda records: self.handle.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+
+    def _parquet(self, records: list[dict[str, Any]]) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pylist(records, schema=self.schema)
+        if self.handle is None:
+            self.schema = table.schema
+            self.handle = pq.ParquetWriter(self.path, self.schema)
+        self.handle.write_table(table)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.handle is not None:
+            self.handle.close()
+
+
+# -- the run --------------------------------------------------------------------------------
+def score_corpus(
+    source: Source, output: str | Path, make_scorer: Callable[[], Any], *, resume: bool = False,
+    chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool = True, rank: Rank | None = None,
+) -> dict[str, Any]:
+    """Score every row of ``source`` into ``output`` on this rank's share (see the module's text).
+
+    ``make_scorer`` builds the :class:`~full_metric.scorer.FullScorer` (called once per rank, after
+    the input has been checked). Returns ``{"items", "scored_here", "mean", "signature"}`` (``mean``
+    on rank 0 only, else ``None``).
+
+    Raises:
+        DialogFileError: a bad row (before any model work), a bad output name, or ``resume`` with
+            an output that belongs to another input or other settings (nothing is changed).
+    """
+    output = Path(output)
+    if output.suffix.lower() not in OUTPUT_SUFFIXES:
+        raise DialogFileError(f"{output}: the output must end in {' or '.join(OUTPUT_SUFFIXES)}")
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+        raise DialogFileError(f"the chunk size must be a positive integer, got {chunk_size!r}")
+    rank = setup(rank)
+    checked = survey(source)
+    scorer = make_scorer()
+    signature = scorer.signature(level=checked.level)
+    run = {"fingerprint": checked.fingerprint, "items": checked.items, "signature": signature,
+           "input": source.name if source.dataset else Path(source.name).name}
+    parts = _parts_folder(output)
+    if rank.main:
+        _prepare(output, source, run, resume)
+    barrier()
+    if not parts.exists():  # --resume found the output already complete
+        return {"items": checked.items, "scored_here": 0, "mean": None, "signature": signature}
+    done = _done(parts, checked.items)
+    remaining = [i for i in range(checked.items) if not done[i]]
+    del done
+    share = balanced_shares([checked.lengths[i] for i in remaining], rank.world_size)[rank.rank]
+    mine = bytearray(checked.items)
+    for k in share:
+        mine[remaining[k]] = 1
+    count = len(share)
+    del remaining, share
+    logger.info("rank %d: %d of %d rows to score", rank.rank, count, checked.items)
+    part = parts / f"part-{rank.rank:05d}.jsonl"
+    turn_level = checked.level == "turn"
+    chunk: list[tuple[int, dict[str, Any], list[str], str | None]] = []
+
+    def flush() -> None:
+        result = scorer.score([c for _, _, c, _ in chunk], [r for *_, r in chunk] if turn_level else None,
+                              progress=False)
+        lines = []
+        for (index, row, _, _), score, values in zip(chunk, result.scores, result.follow_up_log_likelihoods):
+            record = {**row, "full": score, "follow_up_log_likelihoods": dict(zip(result.follow_ups, values)),
+                      "signature": result.signature}
+            lines.append(json.dumps({"i": index, "r": record}, ensure_ascii=False, default=str) + "\n")
+        _append(part, lines)
+        bar.update(len(chunk))
+        chunk.clear()
+
+    with tqdm(total=count, disable=not progress, desc=f"FULL rank {rank.rank}" if rank.world_size > 1 else "FULL",
+              unit="dialog", position=rank.local_rank) as bar:
+        for index, (_, row, context, response) in enumerate(source.dialogs()):
+            if mine[index]:
+                chunk.append((index, row, context, response))
+                if len(chunk) == chunk_size:
+                    flush()
+        if chunk:
+            flush()
+    barrier()
+    mean = _merge(parts, output, checked.items, chunk_size) if rank.main else None
+    barrier()
+    return {"items": checked.items, "scored_here": count, "mean": mean if not math.isnan(mean or 0.0) else None,
+            "signature": signature}

@@ -1,0 +1,111 @@
+"""Scoring on several processes with ``torch.distributed``, as ``torchrun`` and ``accelerate launch``
+start them (one machine or many): the process's rank and device, shares balanced by length, and
+gathering each rank's scores. No files here (see :mod:`full_metric.corpus`)."""
+
+from __future__ import annotations
+
+import datetime
+import heapq
+import logging
+import os
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import torch
+
+logger = logging.getLogger(__name__)
+
+#: How long a rank waits for the others at a barrier: scoring shares can take hours.
+BARRIER_TIMEOUT = datetime.timedelta(hours=48)
+
+
+@dataclass(frozen=True)
+class Rank:
+    """This process's place: ``rank`` of ``world_size`` processes, ``local_rank`` of
+    ``local_world_size`` on its machine (all 0 / 1 for a plain single process)."""
+
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+    local_world_size: int = 1
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+
+def current_rank(environ: Any = None) -> Rank:
+    """The rank from the environment ``torchrun`` and ``accelerate launch`` set (``RANK``,
+    ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``); a single process without them."""
+    env = os.environ if environ is None else environ
+    world = int(env.get("WORLD_SIZE", "1"))
+    local_world = int(env.get("LOCAL_WORLD_SIZE", str(world)))
+    return Rank(int(env.get("RANK", "0")), world, int(env.get("LOCAL_RANK", "0")), local_world)
+
+
+def setup(rank: Rank | None = None) -> Rank:
+    """Join the process group when started by a launcher (``nccl`` with GPUs, ``gloo`` without),
+    and on a CPU give each process of this machine its share of the cores (unless
+    ``OMP_NUM_THREADS`` says otherwise). Returns the rank."""
+    rank = rank or current_rank()
+    if rank.world_size > 1:
+        import torch.distributed as dist
+
+        if not dist.is_initialized():
+            backend = "nccl" if torch.cuda.is_available() else "gloo"
+            dist.init_process_group(backend, timeout=BARRIER_TIMEOUT)
+            logger.info("rank %d of %d joined the %s process group", rank.rank, rank.world_size, backend)
+        if not torch.cuda.is_available() and "OMP_NUM_THREADS" not in os.environ:
+            torch.set_num_threads(max(1, (os.cpu_count() or 1) // rank.local_world_size))
+    return rank
+
+
+def barrier() -> None:
+    """Wait for every rank (nothing to wait for in a single process)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+
+
+def balanced_shares(lengths: Sequence[int], world_size: int) -> list[list[int]]:
+    """Split item indices into ``world_size`` shares of about equal total length (longest items
+    first, each to the share with the least so far), each share in input order. Deterministic, so
+    every rank computes the same split without communication."""
+    shares: list[list[int]] = [[] for _ in range(world_size)]
+    heap = [(0, r) for r in range(world_size)]
+    for index in sorted(range(len(lengths)), key=lambda i: (-lengths[i], i)):
+        total, r = heapq.heappop(heap)
+        shares[r].append(index)
+        heapq.heappush(heap, (total + lengths[index], r))
+    return [sorted(share) for share in shares]
+
+
+def gather_results(result: Any) -> list[Any]:
+    """Every rank's object (e.g. its :class:`~full_metric.result.FullResult`), in rank order, on
+    every rank; ``[result]`` in a single process. For evaluation loops where each rank scores its
+    own predictions on its own device and all ranks need all the scores."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return [result]
+    out: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(out, result)
+    return out
+
+
+def merge_results(results: Sequence[Any]) -> Any:
+    """One :class:`~full_metric.result.FullResult` from several with the same signature (e.g. the
+    ranks' results of :func:`gather_results`), their dialogs concatenated in the order given."""
+    from dataclasses import replace
+
+    first = results[0]
+    if any(r.signature != first.signature for r in results):
+        raise ValueError("results made with different settings (signatures) cannot be merged")
+    return replace(
+        first,
+        scores=[s for r in results for s in r.scores],
+        follow_up_log_likelihoods=[v for r in results for v in r.follow_up_log_likelihoods],
+        dropped_tokens=[d for r in results for d in r.dropped_tokens],
+        category_scores={k: [v for r in results for v in r.category_scores[k]] for k in first.category_scores},
+    )
