@@ -1,0 +1,261 @@
+"""Scoring corpora: every input and output format read back, a malformed line in a large file,
+a run killed with SIGKILL and resumed, a mismatched output refused, two gloo processes under
+torchrun, and gathering the ranks' scores inside a distributed evaluation loop."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from full_metric import FullScorer
+from full_metric.cli import main
+from full_metric.distributed import balanced_shares, merge_results
+
+REPO = Path(__file__).resolve().parent.parent
+TIMEOUT = 300
+#: torchrun on this machine, 2 processes, a free port of its own (``--standalone``)
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+
+
+def _rows(n: int) -> list[dict]:
+    return [{"id": i, "context": ["Hi there!", f"I counted to {i} today."][: 1 + i % 2],
+             "response": "Nice, " + "really " * (i % 7) + "well done."} for i in range(n)]
+
+
+def _write_jsonl(path: Path, rows) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _read(path: Path) -> list[dict]:
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path).to_pylist()
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _options(tiny) -> list[str]:
+    return ["--model", str(tiny), "--device", "cpu", "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def scorer(tiny_blenderbot_path):
+    return FullScorer(tiny_blenderbot_path, device="cpu", progress=False)
+
+
+def _expected(scorer, rows):
+    return scorer.score([r["context"] if isinstance(r["context"], list) else r["context"].split("\n") for r in rows],
+                        [r["response"] for r in rows])
+
+
+def _run(args, timeout=TIMEOUT, **kwargs) -> subprocess.CompletedProcess:
+    """A child process with a timeout that kills it, its stderr shown when it fails."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", **kwargs.pop("env", {})}
+    try:
+        done = subprocess.run(args, capture_output=True, text=True, cwd=kwargs.pop("cwd", REPO), env=env,
+                              timeout=timeout, **kwargs)
+    except subprocess.TimeoutExpired as error:
+        pytest.fail(f"{args[:4]} ran over {timeout} s; its stderr: {error.stderr}")
+    return done
+
+
+# -- formats ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("fmt_in,fmt_out", [("jsonl", "parquet"), ("csv", "jsonl"), ("parquet", "parquet")])
+def test_input_and_output_formats_round_trip(fmt_in, fmt_out, tiny_blenderbot_path, scorer, tmp_path):
+    rows = _rows(9)
+    src = tmp_path / f"in.{fmt_in}"
+    if fmt_in == "jsonl":
+        _write_jsonl(src, rows)
+    elif fmt_in == "csv":  # contexts as one string, a turn per line (quoted cells span lines)
+        rows = [{**r, "context": "\n".join(r["context"])} for r in rows]
+        with open(src, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=["id", "context", "response"])
+            writer.writeheader()
+            writer.writerows(rows)
+        rows = [{**r, "id": str(r["id"])} for r in rows]  # CSV cells are text
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.Table.from_pylist(rows), src)
+    out = tmp_path / f"out.{fmt_out}"
+    assert main(["score", str(src), "-o", str(out), "--chunk-size", "4", *_options(tiny_blenderbot_path)]) == 0
+    got = _read(out)
+    want = _expected(scorer, rows)
+    assert [{k: g[k] for k in ("id", "context", "response")} for g in got] == rows  # the input's columns, in order
+    assert [g["full"] for g in got] == pytest.approx(want.scores, rel=1e-5)
+    assert [v for g in got for v in g["follow_up_log_likelihoods"].values()] == pytest.approx(
+        [v for row in want.follow_up_log_likelihoods for v in row], rel=1e-5)
+    assert all(list(g["follow_up_log_likelihoods"]) == list(want.follow_ups) for g in got)
+    assert {g["signature"] for g in got} == {want.signature}
+    assert not (tmp_path / f"out.{fmt_out}.parts").exists()
+
+
+def test_a_dataset_by_name_with_named_columns(tiny_blenderbot_path, scorer, tmp_path, monkeypatch):
+    """``--dataset`` goes through ``datasets.load_dataset(name, split=..., streaming=True)``; a local
+    dataset folder stands in for a Hub id here (no internet)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [{"dialog_history": r["context"], "reply": r["response"]} for r in _rows(6)]
+    (tmp_path / "my-dialogs" / "data").mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows[:4]), tmp_path / "my-dialogs" / "data" / "test-00000-of-00002.parquet")
+    pq.write_table(pa.Table.from_pylist(rows[4:]), tmp_path / "my-dialogs" / "data" / "test-00001-of-00002.parquet")
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "out.jsonl"
+    assert main(["score", "--dataset", "my-dialogs", "--split", "test", "--context-column", "dialog_history",
+                 "--response-column", "reply", "-o", str(out), *_options(tiny_blenderbot_path)]) == 0
+    got = _read(out)
+    assert [g["reply"] for g in got] == [r["reply"] for r in rows]
+    assert [g["full"] for g in got] == pytest.approx(
+        scorer.score([r["dialog_history"] for r in rows], [r["reply"] for r in rows]).scores, rel=1e-5)
+
+
+def test_a_malformed_line_deep_in_a_large_file_is_named_before_any_model_work(tmp_path, capsys):
+    rows = [json.dumps(r) for r in _rows(5000)]
+    rows[3456] = '{"context": ["Hi"], "response": '  # line 3457, cut short
+    src = tmp_path / "big.jsonl"
+    src.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "out.jsonl"
+    assert main(["score", str(src), "-o", str(out), "--model", "never-loaded"]) == 2
+    assert f"{src}, line 3457: not valid JSON" in capsys.readouterr().err
+    assert not out.exists() and not (tmp_path / "out.jsonl.parts").exists()
+
+
+def test_bad_output_and_source_arguments(tmp_path, capsys):
+    src = _write_jsonl(tmp_path / "in.jsonl", _rows(2))
+    assert main(["score", str(src), "-o", str(tmp_path / "out.csv"), "--model", "never-loaded"]) == 2
+    assert "must end in .jsonl or .parquet" in capsys.readouterr().err
+    assert main(["score", "-o", str(tmp_path / "out.jsonl"), "--model", "never-loaded"]) == 2
+    assert "give an input file or --dataset" in capsys.readouterr().err
+
+
+# -- resume -----------------------------------------------------------------------------------
+def _kill_partway(command: list[str], parts: Path, lines: int) -> None:
+    """Start ``command``, wait (on the part files, not a clock) until ``lines`` rows are written,
+    then SIGKILL its whole process group."""
+    proc = subprocess.Popen(command, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + TIMEOUT
+    try:
+        while sum(p.read_bytes().count(b"\n") for p in parts.glob("part-*.jsonl")) < lines:
+            if proc.poll() is not None:
+                pytest.fail(f"the run ended before it could be killed: {proc.stderr.read().decode()[-2000:]}")
+            if time.monotonic() > deadline:
+                pytest.fail("the run wrote nothing in time")
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+
+@pytest.mark.parametrize("launcher", ["python", "torchrun"])
+def test_killed_then_resumed_equals_an_uninterrupted_run(launcher, tiny_blenderbot_path, tmp_path):
+    src = _write_jsonl(tmp_path / "in.jsonl", _rows(400))
+    whole, resumed = tmp_path / "whole.jsonl", tmp_path / "resumed.jsonl"
+    start = [sys.executable, "-m", "full_metric"] if launcher == "python" else [*TORCHRUN, "-m", "full_metric"]
+    args = ["score", str(src), "--chunk-size", "8", *_options(tiny_blenderbot_path)]
+    done = _run([*start, *args, "-o", str(whole)])
+    assert done.returncode == 0, done.stderr[-3000:]
+    _kill_partway([*start, *args, "-o", str(resumed)], tmp_path / "resumed.jsonl.parts", 40)
+    assert not resumed.exists()
+    done = _run([*start, *args, "-o", str(resumed), "--resume"])
+    assert done.returncode == 0, done.stderr[-3000:]
+    got, want = _read(resumed), _read(whole)
+    assert [g["id"] for g in got] == list(range(400))  # nothing lost, nothing twice, input order
+    assert [g["full"] for g in got] == pytest.approx([w["full"] for w in want], rel=1e-5)
+    assert not (tmp_path / "resumed.jsonl.parts").exists()
+
+
+def test_resume_refuses_an_output_of_other_settings_or_input(tiny_blenderbot_path, tmp_path, capsys):
+    src = _write_jsonl(tmp_path / "in.jsonl", _rows(300))
+    out = tmp_path / "out.jsonl"
+    parts = tmp_path / "out.jsonl.parts"
+    args = ["score", str(src), "-o", str(out), "--chunk-size", "8", *_options(tiny_blenderbot_path)]
+    _kill_partway([sys.executable, "-m", "full_metric", *args], parts, 16)
+    before = {p.name: p.read_bytes() for p in parts.iterdir()}
+    assert main([*args, "--resume", "--aggregation", "mean"]) == 2
+    assert "belongs to another settings" in capsys.readouterr().err
+    other = _write_jsonl(tmp_path / "other.jsonl", _rows(301))
+    assert main(["score", str(other), "-o", str(out), "--resume", *_options(tiny_blenderbot_path)]) == 2
+    assert "belongs to another input" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in parts.iterdir()} == before  # untouched
+    # a finished output: --resume accepts it as it is for the same run, refuses it for another
+    assert main([*args, "--resume"]) == 0 and not parts.exists()
+    finished = out.read_bytes()
+    assert main([*args, "--resume"]) == 0 and out.read_bytes() == finished
+    assert main([*args, "--resume", "--aggregation", "mean"]) == 2
+    assert "holds another input or other settings" in capsys.readouterr().err
+    assert out.read_bytes() == finished
+
+
+# -- sharding ---------------------------------------------------------------------------------
+def test_shares_are_balanced_by_length_and_cover_every_row():
+    lengths = [100, 1, 1, 1, 1, 50, 50, 1, 1, 1]
+    shares = balanced_shares(lengths, 2)
+    assert sorted(i for s in shares for i in s) == list(range(10)) and all(s == sorted(s) for s in shares)
+    totals = [sum(lengths[i] for i in s) for s in shares]
+    assert totals == [104, 103]  # by count, the first five rows would hold 154 and the last five 53
+    assert balanced_shares([], 3) == [[], [], []]
+
+
+def test_two_gloo_processes_equal_one(tiny_blenderbot_path, tmp_path):
+    src = _write_jsonl(tmp_path / "in.jsonl", _rows(60))
+    one, two = tmp_path / "one.jsonl", tmp_path / "two.parquet"
+    args = ["score", str(src), "--chunk-size", "16", *_options(tiny_blenderbot_path)]
+    assert _run([sys.executable, "-m", "full_metric", *args, "-o", str(one)]).returncode == 0
+    done = _run([*TORCHRUN, "-m", "full_metric", *args, "-o", str(two)])
+    assert done.returncode == 0, done.stderr[-3000:]
+    single, sharded = _read(one), _read(two)
+    assert [s["id"] for s in sharded] == list(range(60))
+    assert [s["full"] for s in sharded] == pytest.approx([s["full"] for s in single], rel=1e-5, abs=1e-5)
+
+
+_LOOP = """
+import json, sys
+import torch.distributed as dist
+from full_metric import FullScorer
+from full_metric.distributed import gather_results, merge_results, setup
+
+rank = setup()
+contexts, responses = json.loads(sys.argv[2]), json.loads(sys.argv[3])
+mine = slice(rank.rank, None, rank.world_size)  # this rank's own predictions, as a sampler gives them
+scorer = FullScorer(sys.argv[1], progress=False)  # the rank's own device: cuda:LOCAL_RANK with GPUs
+gathered = merge_results(gather_results(scorer.score(contexts[mine], responses[mine])))
+print(json.dumps({"rank": rank.rank, "scores": gathered.scores, "device": str(scorer.model.device)}))
+dist.destroy_process_group()
+"""
+
+
+def test_a_distributed_evaluation_loop_gathers_every_ranks_scores(tiny_blenderbot_path, scorer, tmp_path):
+    rows = _rows(10)
+    contexts, responses = [r["context"] for r in rows], [r["response"] for r in rows]
+    script = tmp_path / "loop.py"
+    script.write_text(_LOOP)
+    done = _run([*TORCHRUN, str(script), str(tiny_blenderbot_path), json.dumps(contexts),
+                 json.dumps(responses)])
+    assert done.returncode == 0, done.stderr[-3000:]
+    outs = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert sorted(o["rank"] for o in outs) == [0, 1]
+    want = scorer.score(contexts, responses).scores
+    order = [*range(0, 10, 2), *range(1, 10, 2)]  # rank 0's rows, then rank 1's
+    for out in outs:
+        assert out["scores"] == pytest.approx([want[i] for i in order], rel=1e-5)
+        assert out["device"] == "cpu"
+
+
+def test_merge_results_refuses_other_settings(scorer):
+    a = scorer.score([["Hi!"]], ["Hello."])
+    b = scorer.score([["Hi!"]], ["Hello."], aggregation="mean")
+    assert merge_results([a, a]).scores == a.scores * 2
+    with pytest.raises(ValueError, match="different settings"):
+        merge_results([a, b])
