@@ -1,13 +1,17 @@
-"""The FULL Space: ``python app.py`` serves it locally (FULL_MODEL / FULL_GGUF_FILE pick the model)."""
+"""The FULL Space: ``python app.py`` serves it locally (FULL_MODEL / FULL_GGUF_FILE pick the model;
+FULL_<LIMIT> environment variables set the limits of ``full_metric.webapp.Limits``)."""
 
 import os
 
-from full_metric.webapp import build_app, scorer_from_env
+from full_metric.webapp import Limits, build_app, scorer_from_env
 
-demo = build_app(scorer_from_env())
+limits = Limits.from_env()
+demo = build_app(scorer_from_env(), limits)
 
 if __name__ == "__main__":
+    port = os.environ.get("GRADIO_SERVER_PORT")
     demo.launch(
         server_name=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
-        server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
+        server_port=int(port) if port else None,  # unset: Gradio picks a free port and prints its URL
+        max_file_size=limits.upload_bytes,  # the server refuses larger uploads before the app reads them
     )

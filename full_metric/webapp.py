@@ -10,12 +10,14 @@ every preset picked in the settings.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from .aggregate import AGGREGATIONS
 from .dialog_files import table_rows
@@ -27,13 +29,30 @@ from .turns import split_turns, strip_speaker
 
 @dataclass(frozen=True)
 class Limits:
-    """What one request may hold."""
+    """What one request may hold, and how long a batch may run (``FULL_<FIELD>`` environment
+    variables override them: ``FULL_ROWS=200``)."""
 
     turns: int = 100
     characters: int = 20_000
     candidates: int = 10
     rows: int = 1_000
     upload_bytes: int = 2_000_000
+    follow_ups: int = 20
+    follow_up_characters: int = 200
+    batch_seconds: int = 600
+    queue: int = 32
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Limits":
+        environ = os.environ if environ is None else environ
+        values = {}
+        for name in cls.__dataclass_fields__:
+            text = environ.get(f"FULL_{name.upper()}", "").strip()
+            if text:
+                if not text.isdigit() or int(text) < 1:
+                    raise ValueError(f"FULL_{name.upper()} must be a positive integer, got {text!r}")
+                values[name] = int(text)
+        return cls(**values)
 
 
 LIMITS = Limits()
@@ -68,18 +87,26 @@ def parse_candidates(text: str, limits: Limits = LIMITS) -> list[str]:
     return candidates
 
 
-def _lines(text: str, what: str) -> tuple[str, ...]:
+def _lines(text: str, what: str, limits: Limits = LIMITS) -> tuple[str, ...]:
+    if len(text) > limits.characters:
+        raise InputError(f"{what}: {len(text)} characters; the limit is {limits.characters}")
     lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) > limits.follow_ups:
+        raise InputError(f"{what}: {len(lines)} follow-ups; the limit is {limits.follow_ups}")
+    long = next((k for k, line in enumerate(lines) if len(line) > limits.follow_up_characters), None)
+    if long is not None:
+        raise InputError(f"{what}: follow-up {long + 1} has {len(lines[long])} characters; "
+                         f"the limit is {limits.follow_up_characters}")
     try:
         return validate_follow_ups(lines)
     except (TypeError, ValueError) as error:
         raise InputError(f"{what}: {error}") from None
 
 
-def choose_follow_ups(choice: str, custom_text: str) -> tuple[str, ...]:
-    """The follow-up set picked in the settings, or the custom lines."""
+def choose_follow_ups(choice: str, custom_text: str, limits: Limits = LIMITS) -> tuple[str, ...]:
+    """The follow-up set picked in the settings, or the custom lines (within the limits)."""
     if choice == CUSTOM:
-        return _lines(custom_text, "custom follow-ups")
+        return _lines(custom_text, "custom follow-ups", limits)
     if choice not in NAMED_SETS:
         raise InputError(f"unknown follow-up set {choice!r}")
     return NAMED_SETS[choice]
@@ -96,7 +123,11 @@ def read_upload(name: str, data: bytes, limits: Limits = LIMITS) -> list[dict[st
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        raise InputError(f"the file is not UTF-8 text (byte {error.start})") from None
+        line = data[: error.start].count(b"\n") + 1
+        raise InputError(f"line {line}: not UTF-8 text (byte {error.start}); save the file as UTF-8") from None
+    if "\x00" in text:
+        raise InputError(f"line {text[: text.index(chr(0))].count(chr(10)) + 1}: a NUL byte; this looks like a "
+                         "binary file, not JSON Lines or CSV text")
     suffix = Path(name).suffix.lower()
     if suffix not in (".jsonl", ".json", ".csv"):
         raise InputError(f"upload a .jsonl or .csv file, not {suffix or 'a file without extension'}")
@@ -117,11 +148,16 @@ def _check_row(line: int, row: dict[str, Any], limits: Limits) -> dict[str, Any]
     elif isinstance(context, list) and all(isinstance(t, str) for t in context):
         if len(context) > limits.turns:
             raise InputError(f"line {line}: {len(context)} turns; the limit is {limits.turns}")
+        if sum(map(len, context)) > limits.characters:
+            raise InputError(f"line {line}: the context has {sum(map(len, context))} characters; "
+                             f"the limit is {limits.characters}")
     else:
         raise InputError(f"line {line}: field 'context' must be a list of strings or a string")
     response = row.get("response")
     if response is not None and (not isinstance(response, str) or not response.strip()):
         raise InputError(f"line {line}: field 'response' must be a non-empty string")
+    if response is not None and len(response) > limits.characters:
+        raise InputError(f"line {line}: the response has {len(response)} characters; the limit is {limits.characters}")
     if response is None and not context:
         raise InputError(f"line {line}: no 'response' and an empty 'context': nothing to score")
     return {**row, "context": context, "response": response}
@@ -176,15 +212,16 @@ def systems_in(rows: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def choose_settings(
-    scorer: FullScorer, choice: str, custom_text: str, positive_text: str, aggregation: str
+    scorer: FullScorer, choice: str, custom_text: str, positive_text: str, aggregation: str, limits: Limits = LIMITS
 ) -> dict[str, Any]:
     """The scoring options picked in the settings: the preset's follow-ups (negative and positive)
     and aggregation, or a named set / custom lines (custom positive lines with custom only)."""
     if choice == FROM_PRESET:
         follow_ups, positive = scorer.follow_ups, scorer.positive_follow_ups
     else:
-        follow_ups = choose_follow_ups(choice, custom_text)
-        positive = _lines(positive_text, "custom positive follow-ups") if choice == CUSTOM and positive_text.strip() else ()
+        follow_ups = choose_follow_ups(choice, custom_text, limits)
+        positive = (_lines(positive_text, "custom positive follow-ups", limits)
+                    if choice == CUSTOM and positive_text.strip() else ())
     agg = scorer.aggregation if aggregation == FROM_PRESET else aggregation
     try:
         resolve_positive(positive, (), follow_ups)
@@ -194,26 +231,97 @@ def choose_settings(
     return {"follow_ups": follow_ups, "positive_follow_ups": positive, "aggregation": agg}
 
 
+def score_in_chunks(
+    scorer: FullScorer, rows: list[dict[str, Any]], follow_ups: Sequence[str], aggregation: str,
+    positive_follow_ups: Sequence[str] = (), chunk_size: int = 16,
+) -> Iterator[tuple[int, list[str]]]:
+    """Score uploaded rows in place, ``chunk_size`` at a time in input order (turn-level and
+    dialog-level rows of a chunk each in one call); after each chunk yields (rows scored so far,
+    the signatures so far: one per level)."""
+    signatures: list[str] = []
+    for start in range(0, len(rows), chunk_size):
+        chunk = rows[start : start + chunk_size]
+        for turn_level in (True, False):
+            chosen = [r for r in chunk if (r["response"] is not None) == turn_level]
+            if not chosen:
+                continue
+            result = scorer.score(
+                [r["context"] for r in chosen], [r["response"] for r in chosen] if turn_level else None,
+                follow_ups=follow_ups, positive_follow_ups=positive_follow_ups, aggregation=aggregation, progress=False,
+            )
+            for row, score, values in zip(chosen, result.scores, result.follow_up_log_likelihoods):
+                row["full"] = score
+                row["follow_up_log_likelihoods"] = dict(zip(result.follow_ups, values))
+            if result.signature not in signatures:
+                signatures.append(result.signature)
+        yield start + len(chunk), signatures
+
+
 def score_rows(
     scorer: FullScorer, rows: list[dict[str, Any]], follow_ups: Sequence[str], aggregation: str,
     positive_follow_ups: Sequence[str] = (),
 ) -> str:
-    """Score uploaded rows in place (turn-level ones, then dialog-level ones); returns the signature."""
-    signature = ""
-    for turn_level in (True, False):
-        chosen = [r for r in rows if (r["response"] is not None) == turn_level]
-        if not chosen:
-            continue
-        result = scorer.score(
-            [r["context"] for r in chosen],
-            [r["response"] for r in chosen] if turn_level else None,
-            follow_ups=follow_ups, positive_follow_ups=positive_follow_ups, aggregation=aggregation, progress=False,
-        )
-        for row, score, values in zip(chosen, result.scores, result.follow_up_log_likelihoods):
-            row["full"] = score
-            row["follow_up_log_likelihoods"] = dict(zip(result.follow_ups, values))
-        signature = result.signature
-    return signature
+    """Score uploaded rows in place; returns the signatures (one line per level)."""
+    signatures: list[str] = []
+    for _, signatures in score_in_chunks(scorer, rows, follow_ups, aggregation, positive_follow_ups, len(rows)):
+        pass
+    return "\n".join(signatures)
+
+
+#: Characters that make a spreadsheet read a cell as a formula (OWASP's CSV injection list).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(value: Any) -> Any:
+    """A CSV cell: text that a spreadsheet would run as a formula gets a leading ``'``."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def write_scored(rows: Sequence[dict[str, Any]], path: Path, as_csv: bool) -> Path:
+    """The scored rows, full precision: JSON Lines, or CSV (context turns on separate lines, one
+    column per follow-up, formula-like text made inert) for CSV uploads."""
+    if not as_csv:
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+        return path
+    follow_ups = list(dict.fromkeys(f for r in rows for f in r.get("follow_up_log_likelihoods", {})))
+    columns = list(dict.fromkeys(k for r in rows for k in r if k != "follow_up_log_likelihoods"))
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow([*columns, *(f"log-likelihood: {f}" for f in follow_ups)])
+        for r in rows:
+            values = ["\n".join(r[c]) if c == "context" else r.get(c, "") for c in columns]
+            lls = r.get("follow_up_log_likelihoods", {})
+            writer.writerow([*map(_cell, values), *(lls.get(f, "") for f in follow_ups)])
+    return path
+
+
+class TemporaryFiles:
+    """The app's own folder for files it serves: each request gets a fresh sub-folder; folders
+    older than ``max_age`` seconds are removed at the next request, and all at exit. (Gradio copies
+    what it serves into its cache, which ``gr.Blocks(delete_cache=...)`` empties in turn.)"""
+
+    def __init__(self, max_age: float = 600.0):
+        import atexit
+        import shutil
+
+        self.root = Path(tempfile.mkdtemp(prefix="full-app-"))
+        self.max_age = max_age
+        atexit.register(shutil.rmtree, self.root, True)
+
+    def new_folder(self) -> Path:
+        self.clean()
+        return Path(tempfile.mkdtemp(dir=self.root))
+
+    def clean(self, now: float | None = None) -> None:
+        import shutil
+        import time
+
+        now = time.time() if now is None else now
+        for folder in self.root.iterdir():
+            if now - folder.stat().st_mtime > self.max_age:
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 # -- the Gradio app -------------------------------------------------------------------------
@@ -254,32 +362,41 @@ def _card() -> str:
     return text
 
 
-def build_app(scorer: FullScorer) -> Any:
-    """The Gradio Blocks app around one loaded scorer."""
+CHART_NOTE = ("Each bar is one follow-up's log-likelihood: how likely the model finds that complaint after the "
+              "response. Bars closer to 0 mean likelier complaints, so a worse response.")
+
+
+def build_app(scorer: FullScorer, limits: Limits | None = None) -> Any:
+    """The Gradio Blocks app around one loaded scorer. Model work of all tabs shares one queue
+    (one request at a time, ``limits.queue`` waiting at most); the limits are checked before any
+    model work; batches run in chunks with progress, can be cancelled and stop at
+    ``limits.batch_seconds`` with the rows scored so far."""
     import gradio as gr
     import pandas as pd
 
+    limits = limits or Limits.from_env()
     scorers = {scorer.preset: scorer}
+    files = TemporaryFiles()
 
     def settings(preset: str, choice: str, custom: str, positive: str, aggregation: str) -> tuple[FullScorer, dict]:
         """The scorer of ``preset`` (sharing the loaded model) and the chosen options."""
         try:
             if preset not in scorers:
                 scorers[preset] = FullScorer(scorer.loaded, preset=preset, progress=False)
-            return scorers[preset], choose_settings(scorers[preset], choice, custom, positive, aggregation)
+            return scorers[preset], choose_settings(scorers[preset], choice, custom, positive, aggregation, limits)
         except ValueError as error:
             raise gr.Error(str(error)) from None
 
     def chart(names: Sequence[str], follow_ups: Sequence[str], values: Sequence[Sequence[float]]) -> Any:
         records = [
-            {"follow-up": f, "log-likelihood": v, "candidate": name}
+            {"follow-up": f, "log-likelihood": round(v, 3), "candidate": name}
             for name, row in zip(names, values) for f, v in zip(follow_ups, row)
         ]
         return pd.DataFrame(records)
 
     def score_turn(dialog: str, candidates: str, *options_in: str):
         try:
-            context, options = parse_dialog(dialog), parse_candidates(candidates)
+            context, options = parse_dialog(dialog, limits), parse_candidates(candidates, limits)
         except InputError as error:
             raise gr.Error(str(error)) from None
         chosen, options_out = settings(*options_in)
@@ -292,7 +409,7 @@ def build_app(scorer: FullScorer) -> Any:
 
     def score_dialog(dialog: str, *options_in: str):
         try:
-            turns = parse_dialog(dialog)
+            turns = parse_dialog(dialog, limits)
         except InputError as error:
             raise gr.Error(str(error)) from None
         if not turns:
@@ -301,88 +418,128 @@ def build_app(scorer: FullScorer) -> Any:
         result = chosen.score([turns], **options_out)
         return f"{result.scores[0]:.3f}", chart(["dialog"], result.follow_ups, result.follow_up_log_likelihoods), result.signature
 
+    def read(upload: Any) -> tuple[Path, list[dict[str, Any]]]:
+        path = Path(upload if isinstance(upload, str) else upload.name)
+        size = path.stat().st_size
+        if size > limits.upload_bytes:  # the server refuses larger uploads first (max_file_size)
+            raise InputError(f"the file has {size} bytes; the limit is {limits.upload_bytes}")
+        return path, read_upload(path.name, path.read_bytes(), limits)
+
     def upload_systems(upload: Any):
         """The baseline menu's choices: the systems the uploaded file names."""
         try:
-            path = Path(upload if isinstance(upload, str) else upload.name)
-            names = systems_in(read_upload(path.name, path.read_bytes())) if upload is not None else []
+            names = systems_in(read(upload)[1]) if upload is not None else []
         except (InputError, OSError):
             names = []
         return gr.update(choices=names, value=names[0] if names else None)
 
-    def score_file(upload: Any, baseline_name: str | None, *options_in: str):
+    def score_file(upload: Any, baseline_name: str | None, *options_in: str, progress=gr.Progress()):
         if upload is None:
             raise gr.Error("upload a .jsonl or .csv file first")
-        path = Path(upload if isinstance(upload, str) else upload.name)
         try:
-            rows = read_upload(path.name, path.read_bytes())
+            path, rows = read(upload)
         except InputError as error:
-            raise gr.Error(f"{path.name}: {error}") from None
+            raise gr.Error(f"{Path(str(getattr(upload, 'name', upload))).name}: {error}") from None
         chosen, options_out = settings(*options_in)
-        signature = score_rows(chosen, rows, options_out["follow_ups"], options_out["aggregation"],
-                               options_out["positive_follow_ups"])
+        folder = files.new_folder()
+        as_csv = path.suffix.lower() == ".csv"
+        out = folder / f"{path.stem}.scored{'.csv' if as_csv else '.jsonl'}"
+        started = time.monotonic()
+        done, signatures = 0, []
+        progress(0, desc="scoring")
+        for done, signatures in score_in_chunks(chosen, rows, options_out["follow_ups"], options_out["aggregation"],
+                                                options_out["positive_follow_ups"]):
+            progress(done / len(rows), desc=f"{done} of {len(rows)} rows")
+            if done < len(rows) and time.monotonic() - started > limits.batch_seconds:
+                break
+            if done < len(rows):
+                yield outputs(rows[:done], baseline_name, out, as_csv, signatures, f"scoring: {done} of {len(rows)} rows")
+        status = (f"all {len(rows)} rows scored" if done == len(rows) else
+                  f"stopped at the time limit ({limits.batch_seconds} s): {done} of {len(rows)} rows scored; "
+                  "the download holds them")
+        yield outputs(rows[:done], baseline_name, out, as_csv, signatures, status)
+
+    def outputs(rows: list[dict[str, Any]], baseline_name: str | None, out: Path, as_csv: bool,
+                signatures: list[str], status: str) -> tuple:
         table = pd.DataFrame(
             [{"system": r.get("system", ""), "context": " / ".join(r["context"])[-120:],
-              "response": r["response"] or "", "full": r["full"]} for r in rows]
+              "response": r["response"] or "", "full": round(r["full"], 3)} for r in rows]
         )
         summary_rows, comparison = summarize(rows, baseline_name)
-        summary = pd.DataFrame(summary_rows).round(4)
         figure = None
         if comparison is not None:
             from .research.plots import means_figure
 
             figure = means_figure(comparison)
-        out = Path(tempfile.mkdtemp()) / f"{path.stem}.scored.jsonl"
-        out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-        return table, summary, figure, str(out), signature
+        write_scored(rows, out, as_csv)
+        return table, pd.DataFrame(summary_rows).round(4), figure, str(out), "\n".join(signatures), status
 
-    with gr.Blocks(title="FULL: follow-up log-likelihood") as demo:
+    with gr.Blocks(title="FULL: follow-up log-likelihood", delete_cache=(600, 600)) as demo:
         gr.Markdown(
             "# FULL: follow-up log-likelihood\n"
             "A language model reads the dialog and rates how likely complaints such as *Not really relevant "
             f"here.* would follow. **Higher is better.** Model: `{scorer.loaded.name}`."
         )
-        with gr.Accordion("Settings", open=False):
+        with gr.Accordion("Settings", open=False, elem_id="settings"):
             fitting = [p for p in sorted(PRESETS) if p == scorer.preset
                        or preset_fits(p, scorer.loaded.name, scorer.model.config.model_type)]
-            preset = gr.Dropdown(fitting, value=scorer.preset, label="Preset (settings bundle; those that fit the model)")
-            choice = gr.Dropdown(FOLLOW_UP_CHOICES, value=FROM_PRESET, label="Follow-up set")
-            custom = gr.Textbox(label="Custom follow-ups (one per line)", lines=4, value="\n".join(PAPER_FIVE))
+            preset = gr.Dropdown(fitting, value=scorer.preset, label="Preset (settings bundle; those that fit the model)",
+                                 elem_id="preset")
+            choice = gr.Dropdown(FOLLOW_UP_CHOICES, value=FROM_PRESET, label="Follow-up set", elem_id="follow-up-set")
+            custom = gr.Textbox(label=f"Custom follow-ups (one per line; at most {limits.follow_ups}, "
+                                f"{limits.follow_up_characters} characters each)", lines=4, value="\n".join(PAPER_FIVE),
+                                elem_id="custom-follow-ups")
             positive = gr.Textbox(label="Custom positive follow-ups, counted with the opposite sign (optional)", lines=2)
             aggregation = gr.Dropdown([FROM_PRESET, *AGGREGATIONS], value=FROM_PRESET, label="Aggregation")
         options = [preset, choice, custom, positive, aggregation]
+        model_queue = {"concurrency_id": "model", "concurrency_limit": 1}  # one model, one request at a time
         with gr.Tab("Score a turn"):
             dialog = gr.Textbox(label="Dialog so far (one turn per line)", lines=5, elem_id="turn-dialog")
-            candidates = gr.Textbox(label="Candidate responses (one per line)", lines=3, elem_id="turn-candidates")
+            candidates = gr.Textbox(label=f"Candidate responses (one per line, at most {limits.candidates})", lines=3,
+                                    elem_id="turn-candidates")
             turn_button = gr.Button("Score", variant="primary", elem_id="turn-score")
             ranked = gr.Dataframe(label="Ranked candidates", elem_id="turn-ranked")
-            turn_chart = gr.BarPlot(x="candidate", y="log-likelihood", color="follow-up", label="Log-likelihood of each follow-up (stacked; closer to 0 means a more likely complaint)")
+            turn_chart = gr.BarPlot(x="candidate", y="log-likelihood", color="follow-up",
+                                    label="Log-likelihood of each follow-up (stacked)")
+            gr.Markdown(CHART_NOTE)
             turn_sig = gr.Textbox(label="Signature", interactive=False)
             gr.Examples(EXAMPLES, [dialog, candidates], label="Examples: a good and a bad answer")
-            turn_button.click(score_turn, [dialog, candidates, *options], [ranked, turn_chart, turn_sig])
+            turn_button.click(score_turn, [dialog, candidates, *options], [ranked, turn_chart, turn_sig],
+                              api_name="score_turn", **model_queue)
         with gr.Tab("Score a dialog"):
             whole = gr.Textbox(label="Whole dialog (one turn per line)", lines=8, elem_id="dialog-text")
             dialog_button = gr.Button("Score", variant="primary", elem_id="dialog-score")
             dialog_score = gr.Textbox(label="Dialog-level FULL", interactive=False, elem_id="dialog-result")
-            dialog_chart = gr.BarPlot(x="candidate", y="log-likelihood", color="follow-up", label="Log-likelihood of each follow-up (stacked; closer to 0 means a more likely complaint)")
-            dialog_sig = gr.Textbox(label="Signature", interactive=False)
-            dialog_button.click(score_dialog, [whole, *options], [dialog_score, dialog_chart, dialog_sig])
+            dialog_chart = gr.BarPlot(x="candidate", y="log-likelihood", color="follow-up",
+                                      label="Log-likelihood of each follow-up (stacked)")
+            gr.Markdown(CHART_NOTE)
+            dialog_sig = gr.Textbox(label="Signature", interactive=False, elem_id="dialog-signature")
+            dialog_button.click(score_dialog, [whole, *options], [dialog_score, dialog_chart, dialog_sig],
+                                api_name="score_dialog", **model_queue)
         with gr.Tab("Batch"):
-            gr.Markdown("Upload `.jsonl` or `.csv` rows with `context` (list of turns, or one turn per line), "
-                        "optional `response` (turn level) and `system`.")
+            gr.Markdown(f"Upload `.jsonl` or `.csv` rows with `context` (list of turns, or one turn per line), "
+                        f"optional `response` (turn level) and `system`. At most {limits.rows:,} rows and "
+                        f"{limits.upload_bytes / 1e6:g} MB; a batch stops after {limits.batch_seconds} s with the "
+                        "rows scored so far.")
             upload = gr.File(label="Dialogs file", file_types=[".jsonl", ".csv"], elem_id="batch-upload")
-            batch_button = gr.Button("Score file", variant="primary", elem_id="batch-score")
-            table = gr.Dataframe(label="Scores", elem_id="batch-table")
+            with gr.Row():
+                batch_button = gr.Button("Score file", variant="primary", elem_id="batch-score")
+                cancel_button = gr.Button("Cancel", elem_id="batch-cancel")
+            status = gr.Textbox(label="Status", interactive=False, elem_id="batch-status")
+            table = gr.Dataframe(label="Scores (rounded; the download has full precision)", elem_id="batch-table")
             baseline = gr.Dropdown([], label="Baseline system (the others are tested against it)",
                                    elem_id="batch-baseline", allow_custom_value=True)
             summary = gr.Dataframe(label="Summary: means with 95% intervals; per system, the paired bootstrap test "
                                    "against the baseline (significant: p < 0.05 after Holm's correction)",
                                    elem_id="batch-summary")
             means_chart = gr.Plot(label="Mean FULL per system with its 95% interval", elem_id="batch-chart")
-            download = gr.File(label="Scored file")
+            download = gr.File(label="Scored file", elem_id="batch-download")
             batch_sig = gr.Textbox(label="Signature", interactive=False)
-            upload.change(upload_systems, upload, baseline)
-            batch_button.click(score_file, [upload, baseline, *options], [table, summary, means_chart, download, batch_sig])
+            upload.change(upload_systems, upload, baseline, api_name="upload_systems")
+            batch = batch_button.click(score_file, [upload, baseline, *options],
+                                       [table, summary, means_chart, download, batch_sig, status],
+                                       api_name="score_file", **model_queue)
+            cancel_button.click(None, None, None, cancels=[batch])
         gr.Markdown(_card())
-    demo.queue(default_concurrency_limit=1, max_size=64)
+    demo.queue(default_concurrency_limit=1, max_size=limits.queue)
     return demo

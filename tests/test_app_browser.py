@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from full_metric import FullScorer
+
+from .app_server import running_app
 
 REPO = Path(__file__).resolve().parent.parent
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -28,43 +24,28 @@ if not Path(CHROMIUM).exists():
     pytest.skip("Debian's chromium is not installed (apt-get install chromium)", allow_module_level=True)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def app_url(tiny_blenderbot_path, tmp_path_factory):
-    port = _free_port()
-    log = tmp_path_factory.mktemp("app") / "app.log"
-    env = {**os.environ, "FULL_MODEL": str(tiny_blenderbot_path), "FULL_DEVICE": "cpu", "GRADIO_SERVER_PORT": str(port),
-           "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1",
-           "PYTHONPATH": str(REPO)}
-    with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "app.py"], cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.time() + 180
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"the app exited: {log.read_text()[-2000:]}")
-        try:
-            urllib.request.urlopen(url, timeout=2)
-            break
-        except OSError:
-            time.sleep(1)
-    else:
-        proc.kill()
-        pytest.fail(f"the app did not start: {log.read_text()[-2000:]}")
-    yield url
-    proc.terminate()
-    proc.wait(timeout=30)
+    with running_app(tiny_blenderbot_path, tmp_path_factory.mktemp("app") / "app.log") as url:
+        yield url
 
 
-def test_score_compare_and_batch_in_a_browser(app_url, tiny_blenderbot_path, tmp_path):
-    expected = FullScorer(tiny_blenderbot_path, device="cpu", progress=False).score(
-        [DIALOG.splitlines()] * 2, CANDIDATES).scores
+def _not_blank(path: Path) -> None:
+    """A screenshot with content: the page's own size and more than a few colours."""
+    import numpy as np
+    from PIL import Image
+
+    with Image.open(path) as image:
+        assert image.size[0] == 1280 and image.size[1] >= 600
+        assert len(np.unique(np.asarray(image.convert("L")))) > 20
+
+
+def test_turn_dialog_preset_and_batch_in_a_browser(app_url, tiny_blenderbot_path, tmp_path):
+    scorer = FullScorer(tiny_blenderbot_path, device="cpu", progress=False)
+    expected = scorer.score([DIALOG.splitlines()] * 2, CANDIDATES).scores
     best = CANDIDATES[0] if expected[0] > expected[1] else CANDIDATES[1]
+    whole = DIALOG.splitlines() + [CANDIDATES[0]]
+    dialog_mean = scorer.score([whole], aggregation="mean").scores[0]
     upload = tmp_path / "dialogs.jsonl"
     upload.write_text("".join(json.dumps(r) + "\n" for r in [
         {"context": ["Hi!"], "response": "Hello there, nice to meet you.", "system": "bot-a"},
@@ -74,6 +55,8 @@ def test_score_compare_and_batch_in_a_browser(app_url, tiny_blenderbot_path, tmp
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         page = browser.new_page(viewport={"width": 1280, "height": 1800})
         page.goto(app_url, timeout=60_000)
+        playwright_api.expect(page.get_by_text("Model: tiny-blenderbot")).to_be_visible(timeout=60_000)
+        assert str(tiny_blenderbot_path) not in page.content()  # the name, never the local path
         page.locator("#turn-dialog textarea").fill(DIALOG)
         page.locator("#turn-candidates textarea").fill("\n".join(CANDIDATES))
         page.locator("#turn-score").click()
@@ -83,7 +66,25 @@ def test_score_compare_and_batch_in_a_browser(app_url, tiny_blenderbot_path, tmp
         text = ranked.inner_text()
         other = CANDIDATES[1] if best == CANDIDATES[0] else CANDIDATES[0]
         assert text.index(best) < text.index(other)  # ranked best first
+        assert f"{max(expected):.3f}" in text  # rounded for display
         page.screenshot(path=str(tmp_path / "app-turn.png"), full_page=True)
+
+        # the preset menu lists the presets that fit the model; the aggregation changes the dialog score
+        page.locator("#settings .label-wrap").click()
+        page.locator("#preset input").click()
+        options = page.get_by_role("option")
+        playwright_api.expect(options.first).to_be_visible()
+        listed = {text.split("\n")[-1] for text in options.all_inner_texts()}  # "✓\npaper" for the chosen one
+        assert listed == {"paper", "reference"}  # not the family presets of other models (smollm2, gemma3)
+        page.keyboard.press("Escape")
+        page.get_by_label("Aggregation").click()
+        page.get_by_role("option", name="mean", exact=True).click()
+        page.get_by_role("tab", name="Score a dialog").click()
+        page.locator("#dialog-text textarea").fill("\n".join(whole))
+        page.locator("#dialog-score").click()
+        playwright_api.expect(page.locator("#dialog-result textarea")).to_have_value(f"{dialog_mean:.3f}", timeout=60_000)
+        playwright_api.expect(page.locator("#dialog-signature textarea")).to_have_value(
+            scorer.signature(level="dialog", aggregation="mean"))
 
         page.get_by_role("tab", name="Batch").click()
         page.locator("#batch-upload input[type=file]").set_input_files(str(upload))
@@ -91,6 +92,7 @@ def test_score_compare_and_batch_in_a_browser(app_url, tiny_blenderbot_path, tmp
         table = page.locator("#batch-table")
         playwright_api.expect(table).to_contain_text("Purple seventeen umbrella.", timeout=60_000)
         playwright_api.expect(table).to_contain_text("Hello there, nice to meet you.")
+        playwright_api.expect(page.locator("#batch-status textarea")).to_have_value("all 2 rows scored")
         summary = page.locator("#batch-summary")
         playwright_api.expect(summary).to_contain_text("bot-a")
         for word in ("all", "bot-b", "mean FULL", "CI low", "p (Holm)", "baseline"):
@@ -98,4 +100,5 @@ def test_score_compare_and_batch_in_a_browser(app_url, tiny_blenderbot_path, tmp
         playwright_api.expect(page.locator("#batch-chart img")).to_have_count(1)  # the means with intervals
         page.screenshot(path=str(tmp_path / "app-batch.png"), full_page=True)
         browser.close()
-    assert (tmp_path / "app-turn.png").stat().st_size > 10_000
+    _not_blank(tmp_path / "app-turn.png")
+    _not_blank(tmp_path / "app-batch.png")

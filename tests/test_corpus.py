@@ -230,8 +230,15 @@ rank = setup()
 contexts, responses = json.loads(sys.argv[2]), json.loads(sys.argv[3])
 mine = slice(rank.rank, None, rank.world_size)  # this rank's own predictions, as a sampler gives them
 scorer = FullScorer(sys.argv[1], progress=False)  # the rank's own device: cuda:LOCAL_RANK with GPUs
-gathered = merge_results(gather_results(scorer.score(contexts[mine], responses[mine])))
-print(json.dumps({"rank": rank.rank, "scores": gathered.scores, "device": str(scorer.model.device)}))
+result = scorer.score(contexts[mine], responses[mine])
+gathered = merge_results(gather_results(result))
+# the same with accelerate, as a training script using it would write it
+import torch
+from accelerate import Accelerator
+accelerator = Accelerator(cpu=True)
+with_accelerate = accelerator.gather_for_metrics(torch.tensor(result.scores, dtype=torch.float64)).tolist()
+print(json.dumps({"rank": rank.rank, "scores": gathered.scores, "accelerate": with_accelerate,
+                  "device": str(scorer.model.device)}))
 dist.destroy_process_group()
 """
 
@@ -250,6 +257,7 @@ def test_a_distributed_evaluation_loop_gathers_every_ranks_scores(tiny_blenderbo
     order = [*range(0, 10, 2), *range(1, 10, 2)]  # rank 0's rows, then rank 1's
     for out in outs:
         assert out["scores"] == pytest.approx([want[i] for i in order], rel=1e-5)
+        assert out["accelerate"] == pytest.approx(out["scores"], rel=1e-12)
         assert out["device"] == "cpu"
 
 

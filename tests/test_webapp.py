@@ -9,7 +9,7 @@ import pytest
 from full_metric import NAMED_SETS, PAPER_FIVE, FullScorer
 from full_metric.webapp import (
     CUSTOM, FROM_PRESET, InputError, Limits, choose_follow_ups, choose_settings, parse_candidates, parse_dialog, rank, read_upload,
-    score_rows, summarize,
+    score_in_chunks, score_rows, summarize, write_scored,
 )
 
 SMALL = Limits(turns=3, characters=200, candidates=2, rows=2, upload_bytes=500)
@@ -106,3 +106,47 @@ def test_score_rows_mixed_levels(tiny_blenderbot_path):
     assert rows[0]["full"] == pytest.approx(scorer.score([["Hi!"]], ["Hello."]).scores[0])
     assert rows[1]["full"] == pytest.approx(scorer.score([["Hi!", "Hello."]]).scores[0])
     json.dumps(rows)
+
+
+def test_follow_up_limits_and_limits_from_the_environment():
+    limits = Limits(follow_ups=2, follow_up_characters=5, characters=40)
+    with pytest.raises(InputError, match="3 follow-ups; the limit is 2"):
+        choose_follow_ups(CUSTOM, "a?\nb?\nc?", limits)
+    with pytest.raises(InputError, match="follow-up 2 has 6 characters; the limit is 5"):
+        choose_follow_ups(CUSTOM, "a?\nabcdef", limits)
+    with pytest.raises(InputError, match="41 characters; the limit is 40"):
+        choose_follow_ups(CUSTOM, "x" * 41, limits)
+    assert Limits.from_env({"FULL_ROWS": "5", "FULL_BATCH_SECONDS": "7"}) == Limits(rows=5, batch_seconds=7)
+    with pytest.raises(ValueError, match="FULL_QUEUE must be a positive integer"):
+        Limits.from_env({"FULL_QUEUE": "0"})
+
+
+def test_upload_rows_over_the_character_limit_name_their_line():
+    with pytest.raises(InputError, match="line 2: the context has 201 characters; the limit is 200"):
+        read_upload("d.jsonl", b'{"context": ["a"]}\n' + json.dumps({"context": ["x" * 201]}).encode(), SMALL)
+    with pytest.raises(InputError, match="line 1: the response has 201 characters"):
+        read_upload("d.jsonl", json.dumps({"context": ["a"], "response": "y" * 201}).encode(), SMALL)
+
+
+def test_scored_csv_download_makes_formulas_inert(tmp_path):
+    rows = [{"context": ["=1+1", "Hi"], "response": "-2 apples", "system": "@bot", "full": -1.23456789,
+             "follow_up_log_likelihoods": {"Huh?": -3.5}}]
+    path = write_scored(rows, tmp_path / "out.csv", as_csv=True)
+    import csv
+
+    (row,) = list(csv.DictReader(path.open(encoding="utf-8", newline="")))
+    assert row == {"context": "'=1+1\nHi", "response": "'-2 apples", "system": "'@bot", "full": "-1.23456789",
+                   "log-likelihood: Huh?": "-3.5"}
+    jsonl = write_scored(rows, tmp_path / "out.jsonl", as_csv=False)
+    assert [json.loads(line) for line in jsonl.read_text().splitlines()] == rows  # JSON Lines: values as they are
+
+
+def test_scoring_in_chunks_reports_progress_and_equals_one_pass(tiny_blenderbot_path):
+    scorer = FullScorer(tiny_blenderbot_path, device="cpu", progress=False)
+    rows = [{"context": [f"Turn {k}"], "response": f"Answer {k}." if k % 3 else None} for k in range(7)]
+    steps = list(score_in_chunks(scorer, rows, PAPER_FIVE, "sum", chunk_size=3))
+    assert [done for done, _ in steps] == [3, 6, 7]
+    assert len(steps[-1][1]) == 2  # one signature per level
+    turn = [r for r in rows if r["response"] is not None]
+    assert [r["full"] for r in turn] == pytest.approx(
+        scorer.score([r["context"] for r in turn], [r["response"] for r in turn]).scores)
