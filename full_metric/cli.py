@@ -267,7 +267,7 @@ def _systems(args: argparse.Namespace) -> int:
                              "signature": result.signature, **row})
                 print(f"{Path(path).stem} {level} {preset}: Spearman over {len(row['systems'])} systems "
                       f"{row['spearman']:.2f}, pairs {row['counts']}")
-    print(f"wrote {write_system_report(rows, args.output, _command_line())}", file=sys.stderr)
+    print(f"wrote {write_system_report(rows, args.output, _command_line(args))}", file=sys.stderr)
     return 0
 
 
@@ -385,20 +385,20 @@ def _report(args: argparse.Namespace) -> int:
     from .research.report import build_report
 
     data = _read_rated(args)
-    command = "full-metric " + " ".join(sys.argv[1:]) if sys.argv[1:] and sys.argv[1] == "report" else "full-metric report"
+    command = _command_line(args)
     path = build_report(_make_scorer(args), data, args.output, command, top_k=args.top_k, holdout=args.holdout,
                         seed=args.seed, bootstrap=args.bootstrap)
     print(f"wrote {path}", file=sys.stderr)
     return 0
 
 
-def _command_line() -> str:
+def _command_line(args: argparse.Namespace) -> str:
     """This run's command line as a user would type it (``full-metric ...``), an absolute path
     shortened to ``<...>/`` and its last two parts (reports carry no path of the machine)."""
     def short(arg: str) -> str:
         return f"<...>/{'/'.join(Path(arg).parts[-2:])}" if Path(arg).is_absolute() else arg
 
-    return " ".join(["full-metric", *map(short, sys.argv[1:])])
+    return " ".join(["full-metric", *map(short, args.argv)])
 
 
 def _score_candidates(args: argparse.Namespace) -> int:
@@ -409,7 +409,7 @@ def _score_candidates(args: argparse.Namespace) -> int:
     scorer = _make_scorer(args)
     candidates = resolve_follow_ups(_follow_ups(args.candidates))
     label = args.label or (Path(args.gguf_file).name if args.gguf_file else scorer.loaded.name)
-    table = score_table(scorer, data, args.name or Path(args.data).stem, candidates, label, _command_line())
+    table = score_table(scorer, data, args.name or Path(args.data).stem, candidates, label, _command_line(args))
     write_table(args.output, table)
     print(f"wrote {len(table.items)} items x {len(candidates)} follow-ups to {args.output}", file=sys.stderr)
     return 0
@@ -419,7 +419,7 @@ def _study(args: argparse.Namespace) -> int:
     from .research.loglik_tables import read_table
     from .research.study_report import write_study
 
-    path, results = write_study([read_table(t) for t in args.tables], args.output, _command_line())
+    path, results = write_study([read_table(t) for t in args.tables], args.output, _command_line(args))
     for protocol in results["protocols"]:
         for fold in protocol["folds"]:
             scores = ", ".join(f"{k} {v:.3f}" for k, v in fold["held_out_scores"].items())
@@ -433,7 +433,9 @@ COMMANDS = {"score": _score, "compare": _compare, "systems": _systems, "score-ca
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (2 for bad input)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = _parser().parse_args(argv)
+    args.argv = argv  # for the reports that name the command that made them
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         return COMMANDS[args.command](args)

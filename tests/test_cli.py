@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -12,6 +11,8 @@ import pytest
 from full_metric import PAPER_FIVE, FullScorer
 from full_metric.cli import main
 from full_metric.follow_ups import NAMED_SETS
+
+from .helpers import run_checked
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -86,10 +87,9 @@ def test_malformed_input_exits_2(tmp_path, capsys, content, message):
 def test_console_script_progress_bar(tiny_blenderbot_path, tmp_path):
     src = tmp_path / "in.jsonl"
     src.write_text('{"context": ["Hi!"], "response": "Hello."}\n')
-    done = subprocess.run(
+    done = run_checked(
         [sys.executable, "-m", "full_metric.cli", "score", str(src), "-o", str(tmp_path / "o.jsonl"),
          "--model", str(tiny_blenderbot_path), "--device", "cpu"],
-        capture_output=True, text=True, cwd=REPO, env={"PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "PATH": ""},
+        timeout=300, cwd=REPO, env={"PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "PATH": ""},
     )
-    assert done.returncode == 0, done.stderr
     assert "FULL" in done.stderr and "100%" in done.stderr

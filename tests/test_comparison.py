@@ -16,6 +16,8 @@ from full_metric import metric as metric_module
 from full_metric.cli import main
 from full_metric.comparison import PairingError, compare_systems, holm, pair_items
 
+from .helpers import assert_drawn_png
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -176,10 +178,7 @@ def test_compare_command_end_to_end(tiny_blenderbot_path, tmp_path, capsys):
     assert data["method"] == "bootstrap" and data["resamples"] == 300 and data["seed"] == 7
     assert data["signature"] == scorer.signature()
     assert "mixed" in printed.out and "(baseline)" in printed.out
-    from PIL import Image
-
-    with Image.open(out_png) as image:
-        assert image.size[0] > 300 and len(np.unique(np.asarray(image.convert("L")))) > 2  # drawn, not blank
+    assert_drawn_png(out_png)
 
 
 def test_compare_reads_scored_files_and_refuses_what_does_not_compare(tiny_blenderbot_path, tmp_path, capsys):
@@ -246,3 +245,38 @@ def test_comparison_module_docstring_example_runs(tiny_blenderbot_path, monkeypa
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     runner.run(test)
     assert test.examples and runner.failures == 0
+
+
+# -- system-level agreement with people ---------------------------------------------------------
+def test_systems_command_compares_systems_by_full_and_by_people(tiny_blenderbot_path, tmp_path, capsys):
+    rated = tmp_path / "rated.jsonl"
+    ratings = {"good": [4.5, 4.0, 5.0, 4.5], "bad": [1.0, 1.5, 1.0, 2.0], "mixed": [4.0, 1.5, 4.5, 1.0]}
+    rated.write_text("".join(
+        json.dumps({"context": c, "response": SYSTEMS[s][k], "human": ratings[s][k], "system": s}) + "\n"
+        for s in SYSTEMS for k, c in enumerate(CONTEXTS)))
+    out = tmp_path / "systems"
+    assert main(["systems", str(rated), "--presets", "paper", "reference", "--resamples", "300", "--seed", "4",
+                 "--score-field", "human", "-o", str(out), *_options(tiny_blenderbot_path)]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["command"].startswith("full-metric systems") and str(tmp_path) not in results["command"]
+    assert [(r["preset"], r["level"], r["paired"]) for r in results["rows"]] == [("paper", "turn", True),
+                                                                                ("reference", "turn", True)]
+    row = results["rows"][0]
+    scorer = FullScorer(tiny_blenderbot_path, device="cpu", progress=False)
+    by_name = {s["system"]: s for s in row["systems"]}
+    for name, answers in SYSTEMS.items():
+        assert by_name[name]["full_mean"] == pytest.approx(np.mean(scorer.score(CONTEXTS, answers).scores))
+        assert by_name[name]["human_mean"] == pytest.approx(np.mean(ratings[name]))
+    assert row["signature"] == scorer.signature()
+    assert len(row["pairs"]) == 3 and sum(row["counts"].values()) == 3
+    for pair in row["pairs"]:  # each verdict follows from the two tests' p-values and directions
+        full_sig, human_sig = pair["full_p"] < 0.05, pair["human_p"] < 0.05
+        same = (pair["full_delta"] > 0) == (pair["human_delta"] > 0)
+        expected = ("agree" if same else "disagree") if full_sig and human_sig else (
+            "FULL only" if full_sig else "people only" if human_sig else "neither")
+        assert pair["verdict"] == expected and pair["same_sign"] == same
+        human = compare_systems({pair["a"]: ratings[pair["a"]], pair["b"]: ratings[pair["b"]]}, resamples=300, seed=4)
+        assert pair["human_p"] == pytest.approx(human.systems[1].p_value)
+    report = (out / "report.md").read_text()
+    assert f"| rated | turn | tiny-blenderbot | paper | 3 | yes | {row['spearman']:.2f} |" in report
+    assert "paper" in capsys.readouterr().out

@@ -19,6 +19,8 @@ from full_metric import FullScorer
 from full_metric.cli import main
 from full_metric.distributed import balanced_shares, merge_results
 
+from .helpers import run_checked
+
 REPO = Path(__file__).resolve().parent.parent
 TIMEOUT = 300
 #: torchrun on this machine, 2 processes, a free port of its own (``--standalone``)
@@ -58,14 +60,9 @@ def _expected(scorer, rows):
 
 
 def _run(args, timeout=TIMEOUT, **kwargs) -> subprocess.CompletedProcess:
-    """A child process with a timeout that kills it, its stderr shown when it fails."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", **kwargs.pop("env", {})}
-    try:
-        done = subprocess.run(args, capture_output=True, text=True, cwd=kwargs.pop("cwd", REPO), env=env,
-                              timeout=timeout, **kwargs)
-    except subprocess.TimeoutExpired as error:
-        pytest.fail(f"{args[:4]} ran over {timeout} s; its stderr: {error.stderr}")
-    return done
+    """A child process in the checkout, offline, killed at the timeout, its stderr shown when it fails."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    return run_checked(args, timeout=timeout, cwd=REPO, env=env, **kwargs)
 
 
 # -- formats ----------------------------------------------------------------------------------
@@ -164,12 +161,10 @@ def test_killed_then_resumed_equals_an_uninterrupted_run(launcher, tiny_blenderb
     whole, resumed = tmp_path / "whole.jsonl", tmp_path / "resumed.jsonl"
     start = [sys.executable, "-m", "full_metric"] if launcher == "python" else [*TORCHRUN, "-m", "full_metric"]
     args = ["score", str(src), "--chunk-size", "8", *_options(tiny_blenderbot_path)]
-    done = _run([*start, *args, "-o", str(whole)])
-    assert done.returncode == 0, done.stderr[-3000:]
+    _run([*start, *args, "-o", str(whole)])
     _kill_partway([*start, *args, "-o", str(resumed)], tmp_path / "resumed.jsonl.parts", 40)
     assert not resumed.exists()
-    done = _run([*start, *args, "-o", str(resumed), "--resume"])
-    assert done.returncode == 0, done.stderr[-3000:]
+    _run([*start, *args, "-o", str(resumed), "--resume"])
     got, want = _read(resumed), _read(whole)
     assert [g["id"] for g in got] == list(range(400))  # nothing lost, nothing twice, input order
     assert [g["full"] for g in got] == pytest.approx([w["full"] for w in want], rel=1e-5)
@@ -212,9 +207,8 @@ def test_two_gloo_processes_equal_one(tiny_blenderbot_path, tmp_path):
     src = _write_jsonl(tmp_path / "in.jsonl", _rows(60))
     one, two = tmp_path / "one.jsonl", tmp_path / "two.parquet"
     args = ["score", str(src), "--chunk-size", "16", *_options(tiny_blenderbot_path)]
-    assert _run([sys.executable, "-m", "full_metric", *args, "-o", str(one)]).returncode == 0
-    done = _run([*TORCHRUN, "-m", "full_metric", *args, "-o", str(two)])
-    assert done.returncode == 0, done.stderr[-3000:]
+    _run([sys.executable, "-m", "full_metric", *args, "-o", str(one)])
+    _run([*TORCHRUN, "-m", "full_metric", *args, "-o", str(two)])
     single, sharded = _read(one), _read(two)
     assert [s["id"] for s in sharded] == list(range(60))
     assert [s["full"] for s in sharded] == pytest.approx([s["full"] for s in single], rel=1e-5, abs=1e-5)
@@ -250,7 +244,6 @@ def test_a_distributed_evaluation_loop_gathers_every_ranks_scores(tiny_blenderbo
     script.write_text(_LOOP)
     done = _run([*TORCHRUN, str(script), str(tiny_blenderbot_path), json.dumps(contexts),
                  json.dumps(responses)])
-    assert done.returncode == 0, done.stderr[-3000:]
     outs = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert sorted(o["rank"] for o in outs) == [0, 1]
     want = scorer.score(contexts, responses).scores

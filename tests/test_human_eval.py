@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import random
 
@@ -16,29 +17,41 @@ from full_metric.fine_grained import CATEGORY_GROUPS, category_scores
 from full_metric.research.human_eval import LEVELS, rank_follow_ups, score_items, split_holdout
 from full_metric.research.rated_files import RatedFileError, read_fed, read_table
 
+from .helpers import assert_drawn_png
+
 X = [0.1, 0.4, 0.35, 0.8, 0.7, 0.2, 0.95, 0.5]
 Y = [1.0, 2.0, 2.5, 4.0, 3.0, 1.5, 5.0, 2.0]
 TOPICS = ["the weather", "my new job", "a trip to Rome", "cooking pasta", "the football match", "a good book",
           "learning guitar", "our cat", "the exam", "a movie night", "gardening", "a birthday party"]
 
 
-def test_correlations_match_scipy():
-    out = correlate(X, Y, bootstrap=500, seed=1)
-    assert out["spearman"].value == pytest.approx(stats.spearmanr(X, Y).statistic)
-    assert out["spearman"].p_value == pytest.approx(stats.spearmanr(X, Y).pvalue)
-    assert out["pearson"].value == pytest.approx(stats.pearsonr(X, Y).statistic)
-    assert out["kendall"].value == pytest.approx(stats.kendalltau(X, Y).statistic)
-    for c in out.values():
-        assert c.ci_low <= c.value <= c.ci_high and c.n == 8
-    again = correlate(X, Y, bootstrap=500, seed=1)
-    assert again["kendall"].ci_low == out["kendall"].ci_low  # seeded
-    rng = np.random.default_rng(1)
-    boot = []
-    for index in rng.integers(0, 8, size=(500, 8)):
-        x, y = np.asarray(X)[index], np.asarray(Y)[index]
-        if x.min() != x.max() and y.min() != y.max():
-            boot.append(stats.spearmanr(x, y).statistic)
-    assert out["spearman"].ci_low == pytest.approx(np.percentile(boot, 2.5))
+def test_correlations_of_a_table_worked_by_hand():
+    """x = 1..5, y = 2, 1, 4, 3, 5. Spearman: the ranks are the values, sum d^2 = 4, so
+    1 - 6 * 4 / (5 * 24) = 0.8. Kendall: of the 10 pairs, 2 are discordant ((2, 1) and (4, 3)),
+    (8 - 2) / 10 = 0.6. Pearson: covariance sum 8, variance sums 10 and 10: 0.8."""
+    out = correlate([1, 2, 3, 4, 5], [2, 1, 4, 3, 5], bootstrap=0)
+    assert out["spearman"].value == pytest.approx(0.8)
+    assert out["kendall"].value == pytest.approx(0.6)
+    assert out["pearson"].value == pytest.approx(0.8)
+    # the p-value reported is the t approximation: t = 0.8 * sqrt(3 / 0.36) with 3 degrees of freedom;
+    # the exact one counts 8 of the 120 orderings with sum d^2 <= 4 (the identity, 4 adjacent swaps,
+    # 3 pairs of disjoint adjacent swaps), two-sided 16 / 120: the approximation is close
+    assert out["spearman"].p_value == pytest.approx(2 * stats.t.sf(0.8 * np.sqrt(3 / 0.36), 3))
+    assert out["spearman"].p_value == pytest.approx(16 / 120, abs=0.04)
+
+
+def test_bootstrap_interval_of_a_correlation_whose_sampling_distribution_is_known():
+    """n = 2000 pairs from a normal law with correlation 0.5: Fisher's z of the sample Pearson r is
+    normal with standard error 1 / sqrt(n - 3), so the 95% interval is tanh(atanh(r) -+ 1.96 / sqrt(n - 3))."""
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=2000)
+    y = 0.5 * x + np.sqrt(0.75) * rng.normal(size=2000)
+    out = correlate(x, y, methods=("pearson",), bootstrap=2000, seed=3)["pearson"]
+    half = 1.959964 / np.sqrt(len(x) - 3)
+    assert out.ci_low == pytest.approx(np.tanh(np.arctanh(out.value) - half), abs=0.008)
+    assert out.ci_high == pytest.approx(np.tanh(np.arctanh(out.value) + half), abs=0.008)
+    assert correlate(x, y, methods=("pearson",), bootstrap=200, seed=3)["pearson"].ci_low == correlate(
+        x, y, methods=("pearson",), bootstrap=200, seed=3)["pearson"].ci_low  # seeded
 
 
 def test_correlation_errors():
@@ -179,8 +192,17 @@ def test_correlate_command(tiny_blenderbot_path, tmp_path, capsys):
         ("turn", "Overall", "full"), ("turn", "Relevant", "full"), ("turn", "Relevant", "category:relevant"),
         ("dialog", "Overall", "full")}
     assert all({"spearman", "spearman_p", "spearman_low", "pearson", "kendall", "n"} <= set(r) for r in rows)
-    assert png.stat().st_size > 5000
-    assert "spearman" in capsys.readouterr().out
+    with open(tmp_path / "rows.csv", newline="", encoding="utf-8") as handle:  # the CSV holds the JSON's rows
+        table = list(csv.DictReader(handle))
+    assert len(table) == len(rows) and list(table[0]) == list(rows[0])
+    for got, want in zip(table, rows):
+        assert (got["level"], got["aspect"], got["signal"], int(got["n"])) == (
+            want["level"], want["aspect"], want["signal"], want["n"])
+        assert float(got["spearman"]) == pytest.approx(want["spearman"]) and float(got["kendall"]) == pytest.approx(want["kendall"])
+    assert_drawn_png(png, min_width=600)  # two panels side by side
+    printed = capsys.readouterr().out
+    main_row = next(r for r in rows if (r["level"], r["aspect"], r["signal"]) == ("turn", "Overall", "full"))
+    assert f"{main_row['spearman']:.3f} [{main_row['spearman_low']:.2f}, {main_row['spearman_high']:.2f}]" in printed
 
 
 def test_correlate_command_rejects_bad_rating(tmp_path, capsys):
@@ -203,7 +225,7 @@ def test_rank_command_writes_a_follow_up_file(tiny_blenderbot_path, tmp_path):
     assert len(chosen) == 3 and all(c in {f.text for f in CANDIDATES} for c in chosen)
     summary = json.loads(ranking.read_text())
     assert len(summary["ranking"]) == 21 and set(summary["held_out"]) >= {"turn/selected", "turn/default"}
-    assert bars.stat().st_size > 5000
+    assert_drawn_png(bars)
     dialogs = tmp_path / "d.jsonl"
     dialogs.write_text('{"context": ["Hi!"], "response": "Hello."}\n')
     assert main(["score", str(dialogs), "-o", str(tmp_path / "s.jsonl"), "--follow-ups", str(top), *common]) == 0
@@ -221,4 +243,13 @@ def test_report_command(tiny_blenderbot_path, tmp_path):
     for part in ("paper's five, sum", "paper's five, mean", "paper's five, perplexity", "`reference` settings",
                  "held-out 50%", "| DynaEval | 0.32 | 0.55 |", "Quoted from the paper", "scatter.png"):
         assert part in text
-    assert (out / "scatter.png").stat().st_size > 5000 and (out / "follow-ups.png").stat().st_size > 5000
+    assert_drawn_png(out / "scatter.png", min_width=600) and assert_drawn_png(out / "follow-ups.png")
+    # the report's main row holds the numbers that `correlate` computes on the same data and settings
+    rows_json = tmp_path / "rows.json"
+    assert main(["correlate", str(path), "--model", str(tiny_blenderbot_path), "--device", "cpu", "--no-progress",
+                 "--bootstrap", "50", "--json", str(rows_json)]) == 0
+    rows = {(r["level"], r["aspect"], r["signal"]): r for r in json.loads(rows_json.read_text())["rows"]}
+    line = next(line for line in text.splitlines() if line.startswith("| paper's five, sum | all"))
+    turn_cell, dialog_cell = line.split("|")[3:5]
+    assert turn_cell.strip().startswith(f"{rows[('turn', 'Overall', 'full')]['spearman']:.3f} [")
+    assert dialog_cell.strip().startswith(f"{rows[('dialog', 'Overall', 'full')]['spearman']:.3f} [")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import doctest
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +14,8 @@ import pytest
 import full_metric
 from full_metric import FullScorer
 from full_metric import metric as metric_module
+
+from .helpers import run_together
 
 REPO = Path(__file__).resolve().parent.parent
 CONTEXTS = [["Hi!", "How was your weekend?"], ["I just adopted a puppy!"], []]
@@ -213,13 +214,8 @@ print(json.dumps(full.compute()))
 def test_two_processes_equal_one(tiny_blenderbot_path, expected, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     args = [str(tmp_path), str(tiny_blenderbot_path), json.dumps(CONTEXTS), json.dumps(RESPONSES)]
-    procs = [
-        subprocess.Popen([sys.executable, "-c", _WORKER, str(rank), *args], stdout=subprocess.PIPE, env=env, text=True)
-        for rank in (0, 1)
-    ]
-    outs = [p.communicate(timeout=300)[0].strip().splitlines()[-1] for p in procs]
-    assert all(p.returncode == 0 for p in procs)
-    first, second = json.loads(outs[0]), json.loads(outs[1])
+    outs = run_together([[sys.executable, "-c", _WORKER, str(rank), *args] for rank in (0, 1)], timeout=300, env=env)
+    first, second = (json.loads(out.strip().splitlines()[-1]) for out in outs)
     assert second is None
     assert first["scores"] == pytest.approx(expected[0].scores)
     assert first["full"] == pytest.approx(expected[0].mean)

@@ -80,10 +80,19 @@ def test_load_injected_and_local(tiny_blenderbot_path, tokenizer):
     assert not model.training
 
 
-def test_resolve_device():
+def test_resolve_device_picks_the_ranks_own_gpu(monkeypatch):
+    """The default device, with GPUs simulated: CUDA, under a launcher the process's own GPU
+    (cuda:LOCAL_RANK, wrapping round the devices), else MPS, else the CPU."""
     assert resolve_device("cpu") == torch.device("cpu")
-    expected = "cuda" if torch.cuda.is_available() else None
-    assert resolve_device(None).type in ((expected,) if expected else ("mps", "cpu"))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    assert resolve_device(None) == torch.device("cuda")
+    monkeypatch.setenv("LOCAL_RANK", "3")
+    assert resolve_device("auto") == torch.device("cuda:1")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    assert resolve_device(None) == torch.device("cpu")
 
 
 def test_progress_bar_can_be_turned_off(scorer, capsys):

@@ -148,6 +148,10 @@ def test_score_candidates_and_study_commands(tmp_path, tiny_blenderbot_path):
     assert "Leave one data set out" in report and "## Every configuration" in report
     results = json.loads((tmp_path / "study" / "results.json").read_text())
     assert [f["held_out"] for f in results["protocols"][0]["folds"]] == ["set-a", "set-b"]
+    for protocol in results["protocols"]:  # the report's numbers are the JSON's
+        for fold in protocol["folds"]:
+            for value in fold["held_out_scores"].values():
+                assert f"{value:.3f}" in report
 
 
 def test_presets_are_the_study_choice():
