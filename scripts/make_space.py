@@ -2,7 +2,8 @@
 
     python scripts/make_space.py OUT --space <user>/full
 
-The folder holds the Space (``app.py``, ``README.md`` with its front matter, ``full.py``), the
+The folder holds the Space (``app.py``, ``README.md`` with its front matter, ``full.py`` and
+``full_comparison.py``), the
 package it installs from itself (``pyproject.toml``, ``full_metric/``, the docs the card links),
 a ``requirements.txt`` that installs that package from the Space's own git address, and a
 ``.gitattributes`` that sends binary files to the Hub's large-file storage. ``full.py``'s install
@@ -20,7 +21,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PLACEHOLDER = "<user>/full"
-FILES = ("app.py", "full.py", "README.md", "pyproject.toml", "LICENSE")
+FILES = ("app.py", "full.py", "full_comparison.py", "README.md", "pyproject.toml", "LICENSE")
+#: the evaluate scripts, whose install hint names the Space
+SCRIPTS = ("full.py", "full_comparison.py")
 FOLDERS = ("full_metric", "docs")
 LFS_PATTERNS = ("*.png", "*.jpg", "*.gif", "*.gguf", "*.safetensors", "*.bin", "*.pt", "*.parquet")
 REQUIREMENTS = """\
@@ -45,9 +48,10 @@ def make_space(out: Path, space: str) -> list[str]:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for name in FOLDERS:
         shutil.copytree(ROOT / name, out / name, ignore=ignore)
-    script = (out / "full.py").read_text(encoding="utf-8").replace(PLACEHOLDER, space)
-    script = re.sub(r'WRITTEN_FOR = "[^"]*"', f'WRITTEN_FOR = "{_version()}"', script)
-    (out / "full.py").write_text(script, encoding="utf-8")
+    for name in SCRIPTS:
+        script = (out / name).read_text(encoding="utf-8").replace(PLACEHOLDER, space)
+        script = re.sub(r'WRITTEN_FOR = "[^"]*"', f'WRITTEN_FOR = "{_version()}"', script)
+        (out / name).write_text(script, encoding="utf-8")
     (out / "requirements.txt").write_text(REQUIREMENTS.format(space=space), encoding="utf-8")
     (out / ".gitattributes").write_text(
         "".join(f"{p} filter=lfs diff=lfs merge=lfs -text\n" for p in LFS_PATTERNS), encoding="utf-8"

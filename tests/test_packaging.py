@@ -50,6 +50,8 @@ def test_the_space_holds_what_the_hub_needs_and_names_itself(space):
     script = (space / "full.py").read_text(encoding="utf-8")
     assert "# From: git+https://huggingface.co/spaces/alice/full" in script and "<user>" not in script
     assert f'WRITTEN_FOR = "{__version__}"' in script
+    comparison = (space / "full_comparison.py").read_text(encoding="utf-8")
+    assert "# From: git+https://huggingface.co/spaces/alice/full" in comparison and "<user>" not in comparison
     attributes = (space / ".gitattributes").read_text()
     for pattern in ("*.png", "*.safetensors", "*.gguf"):
         assert f"{pattern} filter=lfs diff=lfs merge=lfs -text" in attributes

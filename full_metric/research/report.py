@@ -48,7 +48,8 @@ def build_report(
     configs.append(("`reference` settings: the package's four follow-ups, perplexity", REFERENCE_PACKAGE_DEFAULT, "perplexity"))
     rows = []
     for name, follow_ups, agg in configs:
-        cells = [_spearman(subset_result(results[lvl], follow_ups, agg), data.level(lvl), bootstrap) for lvl in LEVELS]
+        cells = [_spearman(subset_result(results[lvl], follow_ups, agg), data.level(lvl), bootstrap)
+                 if results[lvl] is not None else None for lvl in LEVELS]
         rows.append((name, "all items", cells))
 
     select, report = split_holdout(data, holdout, seed)
@@ -59,21 +60,22 @@ def build_report(
     report_results = {lvl: _subset_items(results[lvl], data.level(lvl), report.level(lvl)) for lvl in LEVELS}
     for name, follow_ups in ((f"top {top_k} selected on the other {1 - holdout:.0%}", top), ("paper's five", PAPER_FIVE)):
         cells = [_spearman(subset_result(report_results[lvl], follow_ups, "sum"), report.level(lvl), bootstrap)
-                 for lvl in LEVELS]
+                 if report_results[lvl] is not None else None for lvl in LEVELS]
         rows.append((f"{name}, sum", f"held-out {holdout:.0%}", cells))
 
-    main = {lvl: subset_result(results[lvl], PAPER_FIVE, scorer.aggregation) for lvl in LEVELS}
+    levels = [lvl for lvl in LEVELS if results[lvl] is not None]  # a set may have one level only
+    main = {lvl: subset_result(results[lvl], PAPER_FIVE, scorer.aggregation) for lvl in levels}
     panels = []
-    for lvl in LEVELS:
+    for lvl in levels:
         items = data.level(lvl)
         rated = [k for k, item in enumerate(items) if "Overall" in item.ratings]
         rho = _spearman(main[lvl], items, 0)[0]
         panels.append((f"{lvl} level", [main[lvl][k] for k in rated], [items[k].ratings["Overall"] for k in rated], rho))
     scatter(out / "scatter.png", panels)
     descriptive = rank_follow_ups(data, results, only=candidates)
-    follow_up_bars(out / "follow-ups.png", descriptive, list(LEVELS))
+    follow_up_bars(out / "follow-ups.png", descriptive, levels)
 
-    signature = replace(results["turn"], signature=scorer.signature(PAPER_FIVE, "turn")).signature
+    signature = scorer.signature(PAPER_FIVE, levels[0])
     lines = [
         "# FULL on FED: reproduction report", "",
         f"Produced by `{command}`.", "",
@@ -87,7 +89,7 @@ def build_report(
         "| configuration | items | turn Spearman [95% CI] | dialog Spearman [95% CI] |", "|---|---|---|---|",
     ]
     for name, part, cells in rows:
-        text = [f"{v:.3f} [{lo:.2f}, {hi:.2f}] (n={n})" for v, lo, hi, n in cells]
+        text = [f"{c[0]:.3f} [{c[1]:.2f}, {c[2]:.2f}] (n={c[3]})" if c is not None else "no items" for c in cells]
         lines.append(f"| {name} | {part} | {text[0]} | {text[1]} |")
     lines += [
         "",
