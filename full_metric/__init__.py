@@ -1,13 +1,13 @@
 """FULL (Follow-Up Log-Likelihood): reference-free evaluation of open-domain dialog responses."""
 
 from .aggregate import AGGREGATIONS
+from .comparison import Comparison, compare_systems
 from .follow_ups import CANDIDATES, NAMED_SETS, PAPER_FIVE, REFERENCE_PACKAGE_DEFAULT, FollowUp, select
 from .models import DEFAULT_MODEL
 from .rendering import RENDERINGS
 from .result import FullResult
 from .scorer import PRESETS, FullScorer
 from .version import __version__
-
 
 
 def __getattr__(name: str):
@@ -23,6 +23,7 @@ __all__ = [
     "FULL",
     "AGGREGATIONS",
     "CANDIDATES",
+    "Comparison",
     "DEFAULT_MODEL",
     "FollowUp",
     "FullResult",
@@ -33,5 +34,6 @@ __all__ = [
     "REFERENCE_PACKAGE_DEFAULT",
     "RENDERINGS",
     "__version__",
+    "compare_systems",
     "select",
 ]
