@@ -1,10 +1,12 @@
 """The FULL Space: ``python app.py`` serves it locally (FULL_MODEL / FULL_GGUF_FILE pick the model;
 FULL_<LIMIT> environment variables set the limits of ``full_metric.webapp.Limits``)."""
 
+import logging
 import os
 
 from full_metric.webapp import Limits, build_app, scorer_from_env
 
+logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 limits = Limits.from_env()
 demo = build_app(scorer_from_env(), limits)
 

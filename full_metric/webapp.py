@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import os
 import tempfile
 import time
@@ -56,6 +57,7 @@ class Limits:
 
 
 LIMITS = Limits()
+logger = logging.getLogger(__name__)
 CUSTOM = "custom (one per line below)"
 #: The follow-ups (and aggregation) of the chosen preset.
 FROM_PRESET = "the preset's"
@@ -447,13 +449,18 @@ def build_app(scorer: FullScorer, limits: Limits | None = None) -> Any:
         started = time.monotonic()
         done, signatures = 0, []
         progress(0, desc="scoring")
-        for done, signatures in score_in_chunks(chosen, rows, options_out["follow_ups"], options_out["aggregation"],
-                                                options_out["positive_follow_ups"]):
-            progress(done / len(rows), desc=f"{done} of {len(rows)} rows")
-            if done < len(rows) and time.monotonic() - started > limits.batch_seconds:
-                break
-            if done < len(rows):
-                yield outputs(rows[:done], baseline_name, out, as_csv, signatures, f"scoring: {done} of {len(rows)} rows")
+        try:
+            for done, signatures in score_in_chunks(chosen, rows, options_out["follow_ups"],
+                                                    options_out["aggregation"], options_out["positive_follow_ups"]):
+                progress(done / len(rows), desc=f"{done} of {len(rows)} rows")
+                if done < len(rows) and time.monotonic() - started > limits.batch_seconds:
+                    break
+                if done < len(rows):
+                    yield outputs(rows[:done], baseline_name, out, as_csv, signatures,
+                                  f"scoring: {done} of {len(rows)} rows")
+        except GeneratorExit:  # cancelled: the page keeps the rows of the last update
+            logger.warning("batch cancelled after %d of %d rows", done, len(rows))
+            raise
         status = (f"all {len(rows)} rows scored" if done == len(rows) else
                   f"stopped at the time limit ({limits.batch_seconds} s): {done} of {len(rows)} rows scored; "
                   "the download holds them")

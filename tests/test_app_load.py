@@ -135,6 +135,17 @@ def test_a_long_batch_stops_at_its_time_limit_and_a_full_queue_says_so(tiny_blen
             Client(url, verbose=False).predict("Hi!", "Hello.", *OPTIONS, api_name="/score_turn")
         table, _, _, download, _, status = job.result(timeout=300)
         assert waiting.result(timeout=300)[2].startswith("full:")  # the waiting request is served after
+        # a batch cancelled from the client stops after the chunk in flight (the server says so)
+        cancelled = first.submit(handle_file(str(src)), None, *OPTIONS, api_name="/score_file")
+        while cancelled.status().code.name != "ITERATING":
+            assert time.monotonic() < deadline + 120, "the second batch never sent rows"
+            time.sleep(0.05)
+        cancelled.cancel()
+        log = tmp_path / "app.log"
+        while "batch cancelled after" not in log.read_text():
+            assert time.monotonic() < deadline + 240, f"no cancellation in the log: {log.read_text()[-2000:]}"
+            time.sleep(0.05)
+        assert "of 1000 rows" in log.read_text().split("batch cancelled after", 1)[1].splitlines()[0]
     assert status.startswith("stopped at the time limit (3 s)")
     scored = [json.loads(line) for line in Path(download).read_text().splitlines()]
     assert 16 <= len(scored) < 1000 and len(scored) % 16 == 0 and len(table["data"]) == len(scored)
