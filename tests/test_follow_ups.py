@@ -9,6 +9,7 @@ from full_metric.follow_ups import resolve_follow_ups
 
 
 def test_table_3():
+    """The 63 candidates of the paper's Table 3, with their categories and correlations, as printed."""
     assert len(CANDIDATES) == 63
     assert len({c.text for c in CANDIDATES}) == 63
     assert set(PAPER_FIVE) <= {c.text for c in CANDIDATES}
@@ -25,6 +26,7 @@ def test_reference_default_has_the_missing_comma():
 
 
 def test_select():
+    """Selecting candidates by level, polarity and category; unknown values refused."""
     negative_turn = select(level="turn", polarity="negative")
     assert negative_turn and all(c.level == "turn" and c.polarity == "negative" for c in negative_turn)
     assert [c.text for c in negative_turn] == list(NAMED_SETS["negative-turn"])
@@ -36,6 +38,7 @@ def test_select():
 
 
 def test_resolve():
+    """Follow-up arguments (None, a set name, a list) resolve to the follow-ups, bad items refused."""
     assert resolve_follow_ups(None) == PAPER_FIVE
     assert resolve_follow_ups("all") == tuple(c.text for c in CANDIDATES)
     assert resolve_follow_ups(["A?", "B!"]) == ("A?", "B!")

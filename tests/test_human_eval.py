@@ -56,6 +56,7 @@ def test_bootstrap_interval_of_a_correlation_whose_sampling_distribution_is_know
 
 
 def test_correlation_errors():
+    """Correlation inputs of different lengths, too short or not finite are refused."""
     with pytest.raises(ValueError, match="8 metric scores but 7 human ratings"):
         correlate(X, Y[:7])
     with pytest.raises(ValueError, match="at least 3 pairs"):
@@ -81,6 +82,7 @@ def _fed_items(n_turn: int = 8, n_dialog: int = 5) -> list[dict]:
 
 
 def test_read_fed(tmp_path):
+    """FED's JSON: contexts split into turns, speaker labels removed, ratings averaged, N/A missing."""
     path = tmp_path / "fed.json"
     path.write_text(json.dumps(_fed_items()))
     data = read_fed(path)

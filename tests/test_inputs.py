@@ -29,6 +29,7 @@ def scorer(tiny_blenderbot_path):
     ],
 )
 def test_bad_dialogs(scorer, contexts, responses, error, message, monkeypatch):
+    """Each kind of malformed dialog input is refused before model work, naming the item."""
     monkeypatch.setattr(scorer.loaded.model, "forward", _no_model_work)
     with pytest.raises(error, match=message):
         scorer.score(contexts, responses)
@@ -51,6 +52,7 @@ def _no_model_work(*args, **kwargs):
     ],
 )
 def test_bad_score_settings(scorer, kwargs, error, message, monkeypatch):
+    """Bad per-call settings are refused before model work, naming the setting."""
     monkeypatch.setattr(scorer.loaded.model, "forward", _no_model_work)
     with pytest.raises(error, match=message):
         scorer.score([["a"]], ["b"], **kwargs)

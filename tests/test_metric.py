@@ -84,6 +84,7 @@ def test_missing_package_gives_install_hint(monkeypatch):
 
 
 def test_dialog_config(checkout_named_full, tiny_blenderbot_path, expected):
+    """The 'dialog' config scores whole dialogs as the scorer does."""
     full = _load(checkout_named_full / "full", tiny_blenderbot_path, "dialog")
     dialogs = [c + [r] for c, r in zip(CONTEXTS, RESPONSES)]
     out = full.compute(predictions=dialogs)
@@ -114,6 +115,7 @@ def test_speaker_prefixes_removed_when_asked(tiny_blenderbot_path, expected):
 
 
 def test_model_loaded_once(count_loads, checkout_named_full, tiny_blenderbot_path):
+    """Several metric instances with the same model settings load the model once."""
     a = _load(checkout_named_full / "full", tiny_blenderbot_path)
     a.compute(predictions=RESPONSES, references=CONTEXTS)
     a.compute(predictions=RESPONSES, references=CONTEXTS, batch_size=1, follow_ups=["Huh?"])
@@ -156,6 +158,7 @@ class ResponseLength(evaluate.Metric):
 
 
 def test_combine_and_save(tiny_blenderbot_path, expected, tmp_path):
+    """evaluate.combine and the metric's saved results hold FULL's numbers."""
     full = full_metric.FULL(model=str(tiny_blenderbot_path), device="cpu", progress=False)
     combined = evaluate.combine([full, ResponseLength()])
     out = combined.compute(predictions=RESPONSES, references=CONTEXTS)
@@ -190,6 +193,7 @@ def test_bad_input_then_good_compute(kwargs, error, message, tiny_blenderbot_pat
 
 
 def test_bad_settings():
+    """Bad settings of evaluate.load are refused before any model work, naming the setting."""
     with pytest.raises(ValueError, match="unknown config"):
         full_metric.FULL("sentence")
     with pytest.raises(ValueError, match="unknown aggregation"):

@@ -17,6 +17,7 @@ def test_default_rendering_per_family():
 
 
 def test_texts(tokenizer):
+    """The context and target texts of each rendering, written out."""
     turns = ["Hi!", "Hello, who is this?", "It's me."]
     bb = Renderer(tokenizer, "blenderbot", True)
     assert bb.context_text(turns) == " Hi!  Hello, who is this?   It's me."
@@ -51,6 +52,7 @@ def test_left_truncation_keeps_special_tokens(tokenizer):
 
 
 def test_unknown_rendering(tokenizer):
+    """An unknown rendering, or one of the other model family, is refused by name."""
     with pytest.raises(ValueError, match="unknown rendering"):
         Renderer(tokenizer, "fancy", True)
     with pytest.raises(ValueError, match="needs a tokenizer with a chat template"):

@@ -18,6 +18,7 @@ def scorer(tiny_blenderbot_path):
 
 
 def test_result_fields(scorer):
+    """A result's fields: one score per dialog, five negative log-likelihoods each, equation (1)."""
     result = scorer.score([["Hi!"], ["How are you?", "Good."]], ["Hello.", "Nice."])
     assert len(result) == 2
     assert result.follow_ups == PAPER_FIVE
@@ -30,6 +31,7 @@ def test_result_fields(scorer):
 
 
 def test_aggregations():
+    """sum, mean and perplexity on numbers worked out by hand."""
     lls, counts = [-6.0, -2.0], [3, 2]
     assert aggregate(lls, counts, "sum") == 8.0
     assert aggregate(lls, counts, "mean") == pytest.approx(1.5)
@@ -45,6 +47,7 @@ def test_aggregation_changes_score_not_log_likelihoods(tiny_blenderbot_path, sco
 
 
 def test_signature_covers_settings(scorer):
+    """The signature names each setting that changes a score; other follow-ups or another level change it."""
     sig = scorer.score([["Hi!"]], ["Hello."]).signature
     for part in ("full:0.1.0", "model:", "@sha256:", "dtype:float32", "render:blenderbot", "trunc:left-128",
                  "turns:50", "fu:paper-5-", "agg:sum", "level:turn"):
@@ -103,6 +106,7 @@ def test_progress_bar_can_be_turned_off(scorer, capsys):
 
 
 def test_load_model_dtype(tiny_blenderbot_path):
+    """A dtype name loads the model in that dtype; the positions come from its config."""
     loaded = load_model(tiny_blenderbot_path, device="cpu", dtype="bfloat16")
     assert loaded.dtype == torch.bfloat16 and loaded.max_positions == 128
 

@@ -28,6 +28,7 @@ def test_parse_dialog_and_limits():
 
 
 def test_follow_up_choice():
+    """The app's follow-up menu: a named set, custom lines, repeated or empty lines refused."""
     assert choose_follow_ups("negative-turn", "") == NAMED_SETS["negative-turn"]
     assert choose_follow_ups(CUSTOM, "Huh?\n\nWhat?\n") == ("Huh?", "What?")
     with pytest.raises(InputError, match="repeats"):
@@ -37,6 +38,7 @@ def test_follow_up_choice():
 
 
 def test_settings_choice(tiny_blenderbot_path):
+    """The app's settings: the preset's follow-ups and aggregation, or custom ones; bad mixes refused."""
     scorer = FullScorer(tiny_blenderbot_path, device="cpu", progress=False)
     assert choose_settings(scorer, FROM_PRESET, "", "", FROM_PRESET) == {
         "follow_ups": PAPER_FIVE, "positive_follow_ups": (), "aggregation": "sum"}
@@ -50,6 +52,7 @@ def test_settings_choice(tiny_blenderbot_path):
 
 
 def test_rank_and_summary():
+    """Ranking candidates, and the batch summary's intervals and paired tests."""
     assert rank(["a", "b", "c"], [1.0, 3.0, 2.0]) == [(1, "b", 3.0), (2, "c", 2.0), (3, "a", 1.0)]
     # without systems: the mean and its interval (all bootstrap means of [1, 2, 3] lie in [1, 3])
     table, comparison = summarize([{"full": 1.0}, {"full": 3.0}, {"full": 2.0}])
@@ -94,6 +97,7 @@ def test_read_jsonl_and_csv():
     ],
 )
 def test_bad_uploads(name, data, message):
+    """Each malformed upload is refused with a message naming the line and the problem."""
     with pytest.raises(InputError, match=message):
         read_upload(name, data, SMALL)
 
