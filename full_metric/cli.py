@@ -150,6 +150,8 @@ def _score(args: argparse.Namespace) -> int:
     progress = args.progress is not False
     done = score_corpus(source, args.output, lambda: _make_scorer(args), resume=args.resume,
                         chunk_size=args.chunk_size, progress=progress)
+    if done["world_size"] > 1:
+        print(f"rank {done['rank']} of {done['world_size']}: scored {done['scored_here']} rows", file=sys.stderr)
     if done["mean"] is not None:
         print(f"scored {done['items']} dialogs: mean FULL {done['mean']:.4f}", file=sys.stderr)
         print(done["signature"], file=sys.stderr)

@@ -20,7 +20,6 @@ import csv
 import hashlib
 import json
 import logging
-import math
 import os
 import shutil
 from array import array
@@ -363,8 +362,10 @@ def score_corpus(
     if rank.main:
         _prepare(output, source, run, resume)
     barrier()
+    summary = {"items": checked.items, "scored_here": 0, "mean": None, "signature": signature, "rank": rank.rank,
+               "world_size": rank.world_size}
     if not parts.exists():  # --resume found the output already complete
-        return {"items": checked.items, "scored_here": 0, "mean": None, "signature": signature}
+        return summary
     done = _done(parts, checked.items)
     remaining = [i for i in range(checked.items) if not done[i]]
     del done
@@ -403,5 +404,4 @@ def score_corpus(
     barrier()
     mean = _merge(parts, output, checked.items, chunk_size) if rank.main else None
     barrier()
-    return {"items": checked.items, "scored_here": count, "mean": mean if not math.isnan(mean or 0.0) else None,
-            "signature": signature}
+    return {**summary, "scored_here": count, "mean": mean}

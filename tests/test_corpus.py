@@ -203,12 +203,17 @@ def test_shares_are_balanced_by_length_and_cover_every_row():
     assert balanced_shares([], 3) == [[], [], []]
 
 
-def test_two_gloo_processes_equal_one(tiny_blenderbot_path, tmp_path):
+@pytest.mark.parametrize("launcher", ["torchrun", "accelerate"])
+def test_two_gloo_processes_equal_one(launcher, tiny_blenderbot_path, tmp_path):
     src = _write_jsonl(tmp_path / "in.jsonl", _rows(60))
     one, two = tmp_path / "one.jsonl", tmp_path / "two.parquet"
     args = ["score", str(src), "--chunk-size", "16", *_options(tiny_blenderbot_path)]
     _run([sys.executable, "-m", "full_metric", *args, "-o", str(one)])
-    _run([*TORCHRUN, "-m", "full_metric", *args, "-o", str(two)])
+    start = TORCHRUN if launcher == "torchrun" else [  # on a machine without GPUs accelerate runs gloo
+        str(Path(sys.executable).parent / "accelerate"), "launch", "--multi_gpu", "--num_processes", "2",
+        "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
+    done = _run([*start, "-m", "full_metric", *args, "-o", str(two)])
+    assert "rank 0 of 2: scored" in done.stderr and "rank 1 of 2: scored" in done.stderr
     single, sharded = _read(one), _read(two)
     assert [s["id"] for s in sharded] == list(range(60))
     assert [s["full"] for s in sharded] == pytest.approx([s["full"] for s in single], rel=1e-5, abs=1e-5)
