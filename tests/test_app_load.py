@@ -118,37 +118,41 @@ def test_the_model_is_shown_by_name_not_by_path(app_url, tiny_blenderbot_path):
 
 
 def test_a_long_batch_stops_at_its_time_limit_and_a_full_queue_says_so(tiny_blenderbot_path, tmp_path):
+    """One app with a 8 s batch limit, 20,000 rows allowed and room for one waiting request: a long
+    batch stops at the limit with the rows scored so far; while it runs, one request waits and the
+    next is told the queue is full; a batch cancelled from the client stops and the server says so."""
+    rows = 20_000  # far more than the tiny model scores in 8 s on any machine
     src = tmp_path / "long.jsonl"
     src.write_text("".join(json.dumps({"context": [f"Turn {k}."], "response": f"Answer {k}."}) + "\n"
-                           for k in range(1000)))
-    with running_app(tiny_blenderbot_path, tmp_path / "app.log", FULL_BATCH_SECONDS="3", FULL_QUEUE="1") as url:
-        first = Client(url, verbose=False)
+                           for k in range(rows)))
+    env = {"FULL_BATCH_SECONDS": "8", "FULL_QUEUE": "1", "FULL_ROWS": str(rows), "FULL_UPLOAD_BYTES": "4000000"}
+    log = tmp_path / "app.log"
+    with running_app(tiny_blenderbot_path, log, **env) as url:
+        first, second, third = (Client(url, verbose=False) for _ in range(3))  # connected before the clock matters
         job = first.submit(handle_file(str(src)), None, *OPTIONS, api_name="/score_file")
         deadline = time.monotonic() + 120
         while job.status().code.name not in ("PROCESSING", "ITERATING", "PROGRESS"):
             assert time.monotonic() < deadline, "the batch never started"
             time.sleep(0.05)
-        waiting = Client(url, verbose=False).submit("Hi!", "Hello.", *OPTIONS, api_name="/score_turn")
+        waiting = second.submit("Hi!", "Hello.", *OPTIONS, api_name="/score_turn")
         while waiting.status().code.name not in ("IN_QUEUE", "SENDING_DATA", "JOINING_QUEUE") and not waiting.done():
             time.sleep(0.05)
         with pytest.raises(Exception, match="(?i)queue is full"):
-            Client(url, verbose=False).predict("Hi!", "Hello.", *OPTIONS, api_name="/score_turn")
+            third.predict("Hi!", "Hello.", *OPTIONS, api_name="/score_turn")
         table, _, _, download, _, status = job.result(timeout=300)
         assert waiting.result(timeout=300)[2].startswith("full:")  # the waiting request is served after
-        # a batch cancelled from the client stops after the chunk in flight (the server says so)
         cancelled = first.submit(handle_file(str(src)), None, *OPTIONS, api_name="/score_file")
         while cancelled.status().code.name != "ITERATING":
             assert time.monotonic() < deadline + 120, "the second batch never sent rows"
             time.sleep(0.05)
         cancelled.cancel()
-        log = tmp_path / "app.log"
         while "batch cancelled after" not in log.read_text():
             assert time.monotonic() < deadline + 240, f"no cancellation in the log: {log.read_text()[-2000:]}"
             time.sleep(0.05)
-        assert "of 1000 rows" in log.read_text().split("batch cancelled after", 1)[1].splitlines()[0]
-    assert status.startswith("stopped at the time limit (3 s)")
+        assert f"of {rows} rows" in log.read_text().split("batch cancelled after", 1)[1].splitlines()[0]
+    assert status.startswith("stopped at the time limit (8 s)")
     scored = [json.loads(line) for line in Path(download).read_text().splitlines()]
-    assert 16 <= len(scored) < 1000 and len(scored) % 16 == 0 and len(table["data"]) == len(scored)
+    assert 16 <= len(scored) < rows and len(scored) % 16 == 0 and len(table["data"]) == len(scored)
     assert [r["response"] for r in scored] == [f"Answer {k}." for k in range(len(scored))]
 
 
