@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import importlib.util
 import json
 import logging
 import os
@@ -350,6 +351,8 @@ def score_corpus(
     output = Path(output)
     if output.suffix.lower() not in OUTPUT_SUFFIXES:
         raise DialogFileError(f"{output}: the output must end in {' or '.join(OUTPUT_SUFFIXES)}")
+    if output.suffix.lower() == ".parquet" and importlib.util.find_spec("pyarrow") is None:
+        raise DialogFileError(f"{output}: Parquet output needs pyarrow: pip install 'full-metric[evaluate]'")
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise DialogFileError(f"the chunk size must be a positive integer, got {chunk_size!r}")
     rank = setup(rank)

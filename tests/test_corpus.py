@@ -144,6 +144,16 @@ def test_bad_output_and_source_arguments(tmp_path, capsys):
     assert "give an input file or --dataset" in capsys.readouterr().err
 
 
+def test_parquet_output_without_pyarrow_is_refused_before_model_work(tmp_path, capsys, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pyarrow" else real(name, *a))
+    src = _write_jsonl(tmp_path / "in.jsonl", _rows(2))
+    assert main(["score", str(src), "-o", str(tmp_path / "out.parquet"), "--model", "never-loaded"]) == 2
+    assert "Parquet output needs pyarrow: pip install 'full-metric[evaluate]'" in capsys.readouterr().err
+
+
 # -- resume -----------------------------------------------------------------------------------
 def _kill_partway(command: list[str], parts: Path, lines: int) -> None:
     """Start ``command``, wait (on the part files, not a clock) until ``lines`` rows are written,
