@@ -1,6 +1,7 @@
 """Protects "installable by anyone": the Space folder that scripts/make_space.py assembles holds
 exactly what the Hub needs, builds a wheel and an sdist that pass ``twine check``, and in a fresh
-virtual environment the wheel installs, ``evaluate.load(folder)`` scores, and the app imports."""
+virtual environment the wheel installs (its requirements resolved against the test environment's
+packages), ``evaluate.load(folder)`` scores, and the app imports."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -73,8 +75,18 @@ def test_the_space_builds_installs_and_scores_in_a_fresh_environment(space, tmp_
     _run([sys.executable, "-m", "venv", str(venv)], timeout=120)
     python = str(venv / "bin" / "python")
     wheel = next(dist.glob("*.whl"))
-    # --no-compile: no bytecode for every file of torch and gradio up front (imports compile what they use)
-    _run([python, "-m", "pip", "install", "-q", "--no-compile", "torch==2.13.0", f"{wheel}[evaluate,app]"], timeout=1200)
+    # The fresh environment sees the test environment's third-party packages through a .pth line
+    # (a plain path: its own .pth files, such as this checkout's editable install, stay inactive),
+    # so pip resolves the wheel's requirements against them instead of copying torch and gradio
+    # again; the package itself installs into the fresh environment and is imported from there.
+    site_packages = _run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                         timeout=60).stdout.strip()
+    Path(site_packages, "test-environment.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    installed = _run([python, "-m", "pip", "install", f"{wheel}[evaluate,app]"], timeout=1200)
+    line = next(x for x in installed.stdout.splitlines() if x.startswith("Successfully installed"))
+    names = line.split()[2:]  # the package itself (and at most a newer setuptools than the venv's own)
+    assert f"full-metric-{__version__}" in names and set(names) - {f"full-metric-{__version__}"} <= {
+        n for n in names if n.startswith("setuptools-")}
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
            "FULL_MODEL": str(tiny_blenderbot_path), "FULL_DEVICE": "cpu", "PYTHONPATH": ""}
     code = (
