@@ -256,8 +256,9 @@ import torch
 from accelerate import Accelerator
 accelerator = Accelerator(cpu=True)
 with_accelerate = accelerator.gather_for_metrics(torch.tensor(result.scores, dtype=torch.float64)).tolist()
-print(json.dumps({"rank": rank.rank, "scores": gathered.scores, "accelerate": with_accelerate,
-                  "device": str(scorer.model.device)}))
+with open(f"{sys.argv[4]}/rank-{rank.rank}.json", "w") as out:  # a file per rank: their stdouts interleave
+    json.dump({"rank": rank.rank, "scores": gathered.scores, "accelerate": with_accelerate,
+               "device": str(scorer.model.device)}, out)
 dist.destroy_process_group()
 """
 
@@ -267,10 +268,10 @@ def test_a_distributed_evaluation_loop_gathers_every_ranks_scores(tiny_blenderbo
     contexts, responses = [r["context"] for r in rows], [r["response"] for r in rows]
     script = tmp_path / "loop.py"
     script.write_text(_LOOP)
-    done = _run([*TORCHRUN, str(script), str(tiny_blenderbot_path), json.dumps(contexts),
-                 json.dumps(responses)])
-    outs = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    assert sorted(o["rank"] for o in outs) == [0, 1]
+    _run([*TORCHRUN, str(script), str(tiny_blenderbot_path), json.dumps(contexts), json.dumps(responses),
+          str(tmp_path)])
+    outs = [json.loads((tmp_path / f"rank-{r}.json").read_text()) for r in (0, 1)]
+    assert [o["rank"] for o in outs] == [0, 1]
     want = scorer.score(contexts, responses).scores
     order = [*range(0, 10, 2), *range(1, 10, 2)]  # rank 0's rows, then rank 1's
     for out in outs:
