@@ -1,6 +1,7 @@
 """The one reader of dialog files (JSON Lines and CSV rows, for the command line, the app's uploads
-and the human-rated files of :mod:`full_metric.research.rated_files`), and the JSON Lines writer;
-errors name the file, the line and the field."""
+and the human-rated files of :mod:`full_metric.research.rated_files`), and follow-up files; errors
+name the file, the line and the field. (``full-metric score`` streams its input with
+:mod:`full_metric.corpus`.)"""
 
 from __future__ import annotations
 
@@ -15,17 +16,10 @@ class DialogFileError(ValueError):
     """A malformed input file: the message names the file, the line and the problem."""
 
 
-def read_dialogs(path: str | Path) -> list[dict[str, Any]]:
-    """Read JSON Lines dialogs: ``{"context": [turns...], "response": "..."}`` (response optional).
-
-    Blank lines are skipped. Every record must have the same level: all with a response
-    (turn level) or none (dialog level).
-    """
-    return [record for _, record in read_dialog_lines(path)]
-
-
 def read_dialog_lines(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
-    """:func:`read_dialogs` with each record's line number."""
+    """(line number, record) of JSON Lines dialogs: ``{"context": [turns...], "response": "..."}``
+    (response optional); blank lines are skipped; every record must have the same level: all with
+    a response (turn level) or none (dialog level)."""
     records: list[dict[str, Any]] = []
     numbers: list[int] = []
     for number, record in _records(Path(path)):
@@ -88,13 +82,6 @@ def _records(path: Path) -> list[tuple[int, dict[str, Any]]]:
     except UnicodeDecodeError as error:
         raise DialogFileError(f"{path}: not UTF-8 text ({error})") from None
     return table_rows(text, ".jsonl", DialogFileError, f"{path}, ")  # type: ignore[return-value]
-
-
-def write_dialogs(path: str | Path, records: list[dict[str, Any]]) -> None:
-    """Write records as JSON Lines (UTF-8, non-ASCII kept as is)."""
-    with open(path, "w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
 def read_follow_ups(path: str | Path) -> list[str]:
