@@ -1,5 +1,5 @@
 """The FULL Space: ``python app.py`` serves it locally (FULL_MODEL / FULL_GGUF_FILE pick the model;
-FULL_<LIMIT> environment variables set the limits of ``full_metric.webapp.Limits``)."""
+FULL_LIMIT_<NAME> environment variables set the limits of ``full_metric.webapp.LIMIT_SETTINGS``)."""
 
 import logging
 import os

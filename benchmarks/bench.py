@@ -3,7 +3,7 @@
     python benchmarks/bench.py --data ../shared/data/fed_data.json --model blenderbot-400m-random --limit 100
 
 Rows of the table:
-- ``full-metric``: ``FullScorer.score`` (the path the scorer chose, or ``--engine generic``),
+- ``full-metric``: ``FullScorer.score`` (the engine the scorer chose, or ``--engine generic``),
   turn-level and dialog-level items.
 - ``reference``: the authors' algorithm: one dialog and one follow-up per forward pass, batch
   size one, the encoder (or the whole dialog) run again for every follow-up.
@@ -222,7 +222,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "seconds": seconds, "items": len(values), "peak": mem.peak, "before": before, "loaded": loaded,
         "weights": weights, "values": values, "dtype": str(scorer.loaded.dtype), "batch_size": scorer.batch_size,
         "model_type": scorer.model.config.model_type, "device": str(device),
-        "path": scorer.path if args.engine == "batched" else args.engine,
+        "engine": scorer.engine if args.engine == "auto" else args.engine,
     }
 
 
@@ -262,7 +262,7 @@ def run(args: argparse.Namespace) -> None:
     weights = first["weights"]
     turn = sum(r is not None for _, r in items)
     print(f"model: {args.model} ({first['model_type']}, {weights / 2**20:.0f} MiB of weights in float32), "
-          f"device: {first['device']}, threads: {args.threads}, batch size {first['batch_size']}, path: {first['path']}")
+          f"device: {first['device']}, threads: {args.threads}, batch size {first['batch_size']}, engine: {first['engine']}")
     print(f"inputs: {n} FED items ({turn} turn, {n - turn} dialog), {len(targets)} follow-ups, "
           f"{n_tokens} tokens (context + follow-ups, per item)")
     for name in dtypes:
@@ -307,8 +307,8 @@ def main() -> None:
     parser.add_argument("--dtype", choices=("float32", "bfloat16", "float16"),
                         help="bfloat16 / float16: also run the scorer in that dtype, against its own floor")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
-    parser.add_argument("--engine", choices=("batched", "generic"), default="batched",
-                        help="batched: the path the scorer chose (default); generic: the generic path")
+    parser.add_argument("--engine", choices=("auto", "generic"), default="auto",
+                        help="auto: the engine the scorer chose (default); generic: the generic engine")
     parser.add_argument("--method", choices=("full-metric", "reference"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.method:

@@ -48,7 +48,7 @@ def main() -> None:
         scorer.score(contexts[:2], responses[:2])  # warm up
         start = time.perf_counter()
         result = scorer.score(contexts, responses)
-        runs[dtype] = (time.perf_counter() - start, result, scorer.path)
+        runs[dtype] = (time.perf_counter() - start, result, scorer.engine)
         del scorer
     (t32, r32, path), (t16, r16, _) = runs["float32"], runs["bfloat16"]
     diffs = [abs(a - b) for x, y in zip(r32.follow_up_log_likelihoods, r16.follow_up_log_likelihoods) for a, b in zip(x, y)]

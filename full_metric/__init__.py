@@ -3,10 +3,10 @@
 from .aggregate import AGGREGATIONS
 from .comparison import Comparison, compare_systems
 from .follow_ups import CANDIDATES, NAMED_SETS, PAPER_FIVE, REFERENCE_PACKAGE_DEFAULT, FollowUp, select
-from .models import DEFAULT_MODEL
+from .presets import DEFAULT_MODEL, PRESETS
 from .rendering import RENDERINGS
 from .result import FullResult
-from .scorer import PRESETS, FullScorer
+from .scorer import FullScorer
 from .version import __version__
 
 

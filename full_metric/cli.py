@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 from .dialog_files import DialogFileError, read_dialog_lines, read_follow_ups
 from .follow_ups import NAMED_SETS
-from .settings import SETTINGS
+from .settings import LOAD_SETTINGS
 from .version import __version__
 
 _FOLLOW_UP_SETTINGS = ("follow_ups", "positive_follow_ups")
@@ -32,13 +32,13 @@ def _follow_ups(value: str | None) -> str | list[str] | None:
 
 
 def _scorer_options(command: argparse.ArgumentParser) -> None:
-    """One option per setting of :data:`full_metric.settings.SETTINGS`."""
-    for setting in SETTINGS:
+    """One option per load setting of :data:`full_metric.settings.SETTINGS`."""
+    for setting in LOAD_SETTINGS:
         if setting.kind is bool:
             command.add_argument(setting.flag, dest=setting.name, action="store_false", help=f"do not {setting.help}")
             continue
         choices = setting.choices() if setting.choices else None
-        text = setting.help + (f"; a file with one per line, or a set: {', '.join(NAMED_SETS)} (join with +)"
+        text = setting.full_help + (f"; a file with one per line, or a set: {', '.join(NAMED_SETS)} (join with +)"
                                if setting.name in _FOLLOW_UP_SETTINGS else "")
         command.add_argument(setting.flag, dest=setting.name, type=setting.kind, choices=choices,
                              help=text.replace("%", "%%"))
@@ -137,7 +137,7 @@ def _parser() -> argparse.ArgumentParser:
 def _make_scorer(args: argparse.Namespace) -> Any:
     from .scorer import FullScorer
 
-    settings = {s.name: getattr(args, s.name) for s in SETTINGS}
+    settings = {s.name: getattr(args, s.name) for s in LOAD_SETTINGS}
     for name in _FOLLOW_UP_SETTINGS:
         settings[name] = _follow_ups(settings[name])
     return FullScorer(settings.pop("model"), **settings)
@@ -243,13 +243,12 @@ def _systems(args: argparse.Namespace) -> int:
     from .research.human_eval import LEVELS, score_items
     from .research.rated_files import read_rated
     from .research.systems import system_agreement, write_system_report
-    from .scorer import PRESETS, FullScorer, preset_fits
+    from .presets import fitting_presets
+    from .scorer import FullScorer
 
     first = _make_scorer(args)
     loaded = first.loaded
-    fitting = [p for p in PRESETS if preset_fits(p, loaded.name, loaded.model.config.model_type)
-               and (PRESETS[p]["rendering"] != "reference" or loaded.is_encoder_decoder)]
-    presets = args.presets or fitting
+    presets = args.presets or fitting_presets(loaded.name, loaded.model.config.model_type, loaded.is_encoder_decoder)
     options = {"batch_size": args.batch_size, "max_batch_tokens": args.max_batch_tokens,
                "context_budget": args.context_budget, "progress": args.progress}
     rows = []

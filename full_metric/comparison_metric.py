@@ -30,7 +30,9 @@ Args:
     method: "bootstrap" (default) or "randomization".
     resamples: bootstrap resamples (default 1000) or randomization trials (default 10000).
     seed: the resampling seed (default 12345).
-    batch_size, follow_ups, positive_follow_ups, progress: as for the FULL metric, for this call.
+
+Options of one ``compute`` call, as for the FULL metric:
+{options}
 
 Settings of ``evaluate.load(..., module_type="comparison")``: those of the FULL metric:
 {settings}
@@ -56,7 +58,8 @@ Examples:
     ['ci_high', 'ci_low', 'difference', 'full1']
 """
 
-_KWARGS_DESCRIPTION = _KWARGS_DESCRIPTION.replace("{settings}", describe(4, metric=True))
+_KWARGS_DESCRIPTION = _KWARGS_DESCRIPTION.replace("{settings}", describe(4, metric=True)).replace(
+    "{options}", describe(4, scope="call"))
 __all__ = ["FULLComparison"]
 
 
@@ -110,12 +113,8 @@ class FULLComparison(FullSettings, evaluate.Comparison):
 
     def _compute(
         self, predictions1: list[str], predictions2: list[str], references: list[list[str]],
-        method: str = "bootstrap", resamples: int | None = None, seed: int = DEFAULT_SEED,
-        batch_size: int | None = None, follow_ups: Any = None, positive_follow_ups: Any = None,
-        progress: bool | None = None,
+        method: str = "bootstrap", resamples: int | None = None, seed: int = DEFAULT_SEED, **options: Any,
     ) -> dict[str, Any]:
-        options = {"batch_size": batch_size, "follow_ups": follow_ups, "positive_follow_ups": positive_follow_ups,
-                   "progress": progress}
         both = self.scorer.score([*references, *references], [*predictions1, *predictions2], **options)
         n = len(predictions1)
         scores1, scores2 = both.scores[:n], both.scores[n:]

@@ -5,7 +5,7 @@ pair per target (follow-up), in target order. Log-probabilities are always compu
 whatever the model's dtype.
 
 - :func:`oracle_log_likelihoods`: one dialog and one follow-up per forward pass, no padding.
-  Slow and obviously right; the tests and the scorer's self-check hold every other path to it.
+  Slow and obviously right; the tests and the scorer's self-check hold every other engine to it.
 - :func:`generic_log_likelihoods`: correct for any causal or sequence-to-sequence language
   model by construction, as lm-evaluation-harness's ``loglikelihood`` is: one row per (dialog,
   follow-up) pair through the model's own ``forward`` (its own masks, positions, head scaling,
@@ -18,8 +18,8 @@ whatever the model's dtype.
   is (as generation relies on it): each context once through the model's forward with its cache,
   then the follow-ups as one batch of rows (right padding) continuing from copies of that cache;
   the model applies its own positions, windows, biases and head scaling.
-- :func:`packed_log_likelihoods`: the fastest path, taken only for the model families of
-  :mod:`full_metric.paths` on which it is proven equal to the oracle. For the BART family (BART,
+- :func:`packed_log_likelihoods`: the fastest engine, taken only for the model families of
+  :mod:`full_metric.engines` on which it is proven equal to the oracle. For the BART family (BART,
   BlenderBot, BlenderBot-small, Marian, Pegasus, mBART) all follow-ups of a dialog are packed
   into one decoder row, with a block-diagonal causal mask and positions that restart at every
   follow-up, so the cross-attention keys and values are computed once per dialog and never
@@ -37,14 +37,11 @@ from typing import Any, Sequence
 
 import torch
 
-from .paths import text_config
+from .models import text_config
 
 LogLik = tuple[float, int]
 #: The most logits (rows x positions x vocabulary) held at once by the decoder-only engines.
 LOGIT_BUDGET = 8_000_000
-#: The engines' names: ``packed``, ``cached`` and ``generic`` score many dialogs and follow-ups per
-#: call, ``oracle`` one pair per forward pass.
-PATHS = ("packed", "cached", "generic", "oracle")
 
 
 def _token_log_probs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -57,7 +54,8 @@ def _decoder_start(model: Any) -> int:
     if start is None:
         start = getattr(model.generation_config, "decoder_start_token_id", None)
     if start is None:
-        raise ValueError("the encoder-decoder model's config has no decoder_start_token_id")
+        raise ValueError(f"model type {model.config.model_type!r}: the encoder-decoder model's config has no "
+                         "decoder_start_token_id")
     return int(start)
 
 
@@ -94,23 +92,12 @@ def _pad(rows: Sequence[Sequence[int]], value: int, device: torch.device) -> tup
     return ids.to(device), mask.to(device)
 
 
-def dialog_tokens(path: str, is_encoder_decoder: bool, context_length: int, targets: Sequence[Sequence[int]]) -> int:
-    """The padded tokens one dialog puts in a forward pass of ``path`` (for token budgets)."""
-    if is_encoder_decoder:
-        return context_length  # the decoder rows are short beside the encoder's
-    if path == "packed":
-        return context_length + sum(len(t) for t in targets)
-    if path == "cached":
-        return context_length + len(targets) * max(len(t) for t in targets)
-    return len(targets) * (context_length + max(len(t) for t in targets))
-
-
 @torch.inference_mode()
 def packed_log_likelihoods(
     model: Any, contexts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]], pad_id: int
 ) -> list[list[LogLik]]:
-    """Score every target after every context with the packed fast path (see the module docstring).
-    Only for the model families :func:`full_metric.paths.choose_paths` admits."""
+    """Score every target after every context with the packed engine (see the module docstring).
+    Only for the model families :data:`full_metric.engines.ENGINES` proves it for."""
     if model.config.is_encoder_decoder:
         hidden, enc_mask = _encode(model, contexts, pad_id)
         return _packed_decoder(model, hidden, enc_mask, targets)
@@ -139,7 +126,7 @@ def cached_log_likelihoods(
         rest = model(input_ids=tgt_ids, attention_mask=mask, use_cache=True, **{keyword: cache}).logits
         # the context's last logit predicts each follow-up's first token, the follow-up's own the rest
         logits = torch.cat([first.logits[:, -1:].expand(len(targets), -1, -1), rest[:, :-1]], dim=1)
-        lp = torch.where(tgt_mask.bool(), _token_log_probs(logits, tgt_ids), 0.0).sum(-1).tolist()
+        lp = _masked_sum(_token_log_probs(logits, tgt_ids), tgt_mask).tolist()
         out.append([(lp[j], len(t)) for j, t in enumerate(targets)])
     return out
 
@@ -183,6 +170,12 @@ def _per_follow_up(lp: torch.Tensor, segment: torch.Tensor, targets: Sequence[Se
     """Sum packed token log-probabilities (rows x tokens) into (sum, count) per follow-up."""
     sums = torch.zeros(lp.shape[0], len(targets), device=lp.device).index_add_(1, segment.to(lp.device), lp).tolist()
     return [[(row[j], len(targets[j])) for j in range(len(targets))] for row in sums]
+
+
+def _masked_sum(lp: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """Per row, the sum of the token log-probabilities where ``keep`` is true (the one way padding
+    and context positions are left out of a sum)."""
+    return torch.where(keep.bool(), lp, 0.0).sum(-1)
 
 
 def _additive_mask(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -238,8 +231,8 @@ def _repeated_decoder(
         decoder_attention_mask=dec_mask.repeat(n_ctx, 1),
         use_cache=False,
     ).logits
-    lp = _token_log_probs(logits, labels.repeat(n_ctx, 1)) * dec_mask.repeat(n_ctx, 1)
-    sums = lp.sum(-1).view(n_ctx, n_tgt).tolist()
+    lp = _masked_sum(_token_log_probs(logits, labels.repeat(n_ctx, 1)), dec_mask.repeat(n_ctx, 1))
+    sums = lp.view(n_ctx, n_tgt).tolist()
     return [[(sums[i][j], len(targets[j])) for j in range(n_tgt)] for i in range(n_ctx)]
 
 
@@ -375,8 +368,8 @@ def _generic_decoder_only(
             at = len(contexts[i]) - 1 - lead
             labels[r, at : at + len(targets[j])] = torch.tensor(list(targets[j]))
             scored[r, at : at + len(targets[j])] = True
-        lp = torch.where(scored.to(device), _token_log_probs(logits, labels.to(device)), 0.0)
-        for (i, j), value in zip(chunk, lp.sum(-1).tolist()):
+        lp = _masked_sum(_token_log_probs(logits, labels.to(device)), scored.to(device))
+        for (i, j), value in zip(chunk, lp.tolist()):
             sums[i, j] = value
         start = end
     return [[(float(sums[i, j]), len(t)) for j, t in enumerate(targets)] for i in range(len(contexts))]

@@ -14,11 +14,10 @@ from typing import Any, Sequence
 import datasets
 import evaluate
 
-from .follow_ups import resolve_follow_ups
 from .inputs import check_dialogs
-from .models import DEFAULT_MODEL, LoadedModel, load_model, resolve_device, resolve_dtype
-from .scorer import PRESETS, FullScorer, check_batch_size, check_settings, resolve_positive
-from .settings import SETTINGS, describe
+from .models import LoadedModel, load_model, resolve_device, resolve_dtype
+from .scorer import FullScorer
+from .settings import CALL_OPTIONS, LOAD_SETTINGS, check_known, check_settings, describe
 from .turns import split_turns, strip_speaker
 from .version import __version__
 
@@ -49,11 +48,11 @@ Args:
         the dialogs, each a list of turns or one string with a turn per line.
     references: turn level only: the context of each response, a list of turns (possibly
         empty) or one string with a turn per line.
-    batch_size: dialogs per forward pass for this call (optional).
-    follow_ups: a list of follow-ups or a built-in set name, for this call (optional).
-    positive_follow_ups: follow-ups that count with the opposite sign, for this call (optional).
-    progress: show a progress bar (optional).
     strip_speaker_prefixes: remove "User: " / "System: " style labels from turns (optional).
+
+Options of one ``compute`` call (each optional; each means what the load setting of that name means
+and replaces it for this call only; new follow_ups keep the preset's positive ones):
+{options}
 
 Settings of ``evaluate.load("full", ...)`` (besides ``strip_speaker_prefixes``):
 {settings}
@@ -87,7 +86,8 @@ Examples:
     'level:dialog'
 """
 
-_KWARGS_DESCRIPTION = _KWARGS_DESCRIPTION.replace("{settings}", describe(4, metric=True))
+_KWARGS_DESCRIPTION = _KWARGS_DESCRIPTION.replace("{settings}", describe(4, metric=True)).replace(
+    "{options}", describe(4, scope="call"))
 __all__ = ["FULL", "FullSettings", "__version__"]
 CONFIGS = ("default", "turn", "dialog")
 _LOADED: dict[tuple[str, ...], LoadedModel] = {}
@@ -119,12 +119,11 @@ class FullSettings:
     def __init__(
         self, config_name: str | None = None, *, strip_speaker_prefixes: bool = False, **kwargs: Any
     ):
-        settings = {s.name: kwargs.pop(s.keyword, s.default) for s in SETTINGS}
+        settings = {s.name: kwargs.pop(s.keyword, None) for s in LOAD_SETTINGS}
         super().__init__(config_name=config_name, **kwargs)  # type: ignore[call-arg]
-        checked = check_settings({k: v for k, v in settings.items() if k != "model"})
-        settings["model"] = settings["model"] or PRESETS[checked["preset"]].get("model")
-        self._model_settings = {s.name: settings[s.name] for s in SETTINGS if s.loads_model}
-        self._scorer_settings = {s.name: settings[s.name] for s in SETTINGS if not s.loads_model}
+        settings["model"] = check_settings(settings)["model"]  # the preset's model where none is given
+        self._model_settings = {s.name: settings[s.name] for s in LOAD_SETTINGS if s.loads_model}
+        self._scorer_settings = {s.name: settings[s.name] for s in LOAD_SETTINGS if not s.loads_model}
         self.strip_speaker_prefixes = strip_speaker_prefixes
         self._scorer: FullScorer | None = None
 
@@ -133,7 +132,7 @@ class FullSettings:
         inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
         inspect.Parameter("config_name", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None),
         inspect.Parameter("strip_speaker_prefixes", inspect.Parameter.KEYWORD_ONLY, default=False),
-        *(inspect.Parameter(s.keyword, inspect.Parameter.KEYWORD_ONLY, default=s.default) for s in SETTINGS),
+        *(inspect.Parameter(s.keyword, inspect.Parameter.KEYWORD_ONLY, default=None) for s in LOAD_SETTINGS),
         inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD),
     ])
 
@@ -145,19 +144,15 @@ class FullSettings:
         """The scorer, built on first use around the shared loaded model."""
         if self._scorer is None:
             settings = dict(self._model_settings)
-            loaded = _shared_model(settings.pop("model") or DEFAULT_MODEL, **settings)
+            loaded = _shared_model(settings.pop("model"), **settings)
             self._scorer = FullScorer(loaded, **self._scorer_settings)
         return self._scorer
 
     @staticmethod
     def check_call_options(kwargs: dict[str, Any]) -> None:
-        """Check a call's follow-ups and batch size before anything is stored."""
-        if kwargs.get("follow_ups") is not None:
-            resolve_follow_ups(kwargs["follow_ups"])
-        if kwargs.get("positive_follow_ups") is not None:
-            resolve_positive(kwargs["positive_follow_ups"], (), ())
-        if kwargs.get("batch_size") is not None:
-            check_batch_size(kwargs["batch_size"])
+        """Check a call's options (:data:`full_metric.settings.CALL_OPTIONS`) before anything is
+        stored; their follow-ups against each other when the scorer is built."""
+        check_known({k: v for k, v in kwargs.items() if k in {s.name for s in CALL_OPTIONS}}, CALL_OPTIONS, "option")
 
     def contexts(self, references: Any, strip: bool) -> list[Any]:
         """Turn-level contexts as lists of turns (strings split, labels stripped on request)."""
@@ -239,17 +234,9 @@ class FULL(FullSettings, evaluate.Metric):
             predictions, references = self._prepare(predictions, references, strip)
         return super().compute(predictions=predictions, references=references, **kwargs)
 
-    def _compute(
-        self,
-        predictions: list[Any],
-        references: list[list[str]] | None = None,
-        batch_size: int | None = None,
-        follow_ups: str | Sequence[str] | None = None,
-        positive_follow_ups: str | Sequence[str] | None = None,
-        progress: bool | None = None,
-    ) -> dict[str, Any]:
-        options = {"batch_size": batch_size, "follow_ups": follow_ups, "positive_follow_ups": positive_follow_ups,
-                   "progress": progress}
+    def _compute(self, predictions: list[Any], references: list[list[str]] | None = None, **options: Any) -> dict[str, Any]:
+        """Score with the call's options (:data:`full_metric.settings.CALL_OPTIONS`)."""
+        check_known(options, CALL_OPTIONS, "option")
         if self.dialog_level:
             result = self.scorer.score(predictions, None, **options)
         else:

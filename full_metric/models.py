@@ -17,8 +17,25 @@ import torch
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MODEL = "facebook/blenderbot-400M-distill"
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+#: The dtype names a setting may give (besides ``"auto"``).
+DTYPE_NAMES = tuple(_DTYPES)
+
+
+def text_config(config: Any) -> Any:
+    """The language model's config (a multimodal config's text part; the config itself otherwise)."""
+    return config.get_text_config() if hasattr(config, "get_text_config") else config
+
+
+def attention_window(config: Any) -> int | None:
+    """The span of the model's windowed, local or chunked attention, whichever field declares it."""
+    config = text_config(config)
+    windows = [
+        getattr(config, key, None)
+        for key in ("sliding_window", "attention_chunk_size", "window_size", "local_window_size")
+    ]
+    found = [w for w in windows if isinstance(w, int) and not isinstance(w, bool) and w > 0]
+    return min(found) if found else None
 
 
 @dataclass
@@ -139,15 +156,24 @@ def _file_digest(paths: list[Path]) -> str:
     return "sha256:" + digest.hexdigest()[:16]
 
 
+def is_local(source: str, gguf_file: str | None = None) -> bool:
+    """Whether the model is a folder or file on this machine (not a Hub id)."""
+    return Path(source).exists() or (gguf_file is not None and Path(gguf_file).is_file())
+
+
 def _revision(source: str, gguf_file: str | None, config: Any) -> str:
-    if gguf_file is not None:
-        return _file_digest([Path(source) / gguf_file]) if Path(source, gguf_file).is_file() else "unknown"
+    """What identifies the weights that were loaded: a local model's content digest (its weight
+    files), a Hub model's resolved commit (whatever branch or tag was asked for)."""
+    if Path(source).exists():
+        if gguf_file is not None:
+            return _file_digest([Path(source) / gguf_file])
+        weights = [p for p in Path(source).glob("*") if p.suffix in (".safetensors", ".bin", ".pt", ".gguf")]
+        return _file_digest(weights) if weights else "unknown"
     commit = getattr(config, "_commit_hash", None)
     if commit:
         return str(commit)
-    folder = Path(source)
-    weights = [p for p in folder.glob("*") if p.suffix in (".safetensors", ".bin", ".pt", ".gguf")]
-    return _file_digest(weights) if weights else "unknown"
+    logger.warning("%s: the Hub commit the model was loaded from is unknown; the signature says 'unknown'", source)
+    return "unknown"
 
 
 def _release_freed_memory() -> None:
@@ -170,7 +196,7 @@ def model_label(source: str, gguf_file: str | None = None) -> str:
 
 
 def load_model(
-    model: str | Any = DEFAULT_MODEL,
+    model: str | Any,
     *,
     tokenizer: Any = None,
     gguf_file: str | None = None,
@@ -181,25 +207,53 @@ def load_model(
     """Load (or adopt) a model and tokenizer, put the model in eval mode on ``device``.
 
     ``model`` is a Hub id, a local folder, an already loaded ``transformers`` model (then
-    ``tokenizer`` is required), or a :class:`LoadedModel` (used as it is: shared, not copied). ``gguf_file`` names a GGUF file inside that folder or repository,
-    or is the path of one (then ``model`` is ignored).
+    ``tokenizer`` is required), or a :class:`LoadedModel` (shared, not copied). ``gguf_file`` names
+    a GGUF file inside that folder or repository, or is the path of one (then ``model`` is ignored).
+    A ``revision`` is for Hub models only: a local model is identified by its content digest, and a
+    revision given for one is refused. A model object is used on its own device and in its own
+    dtype unless ``device`` / ``dtype`` ask for others; what is changed on the object (dtype,
+    device, eval mode) is changed in place and logged.
     """
-    target_device = resolve_device(device)
-    torch_dtype = resolve_dtype(dtype, target_device)
     if isinstance(model, LoadedModel):
+        _adopt(model.model, model.name, device, dtype)
         return model
     if not isinstance(model, (str, os.PathLike)):
         if tokenizer is None:
             raise ValueError("an already loaded model needs its tokenizer: pass tokenizer=")
+        if revision is not None:
+            raise ValueError(f"revision {revision!r} names a Hub revision; a model object passed in has none to load")
         name = model_label(getattr(model.config, "name_or_path", "") or type(model).__name__)
-        loaded = LoadedModel(model, tokenizer, name, getattr(model.config, "_commit_hash", None) or "unknown")
-    else:
-        loaded = _load_pretrained(str(model), tokenizer, gguf_file, torch_dtype, revision)
-    if torch_dtype is not None and loaded.dtype != torch_dtype:
-        loaded.model.to(torch_dtype)
+        _adopt(model, name, device, dtype)
+        return LoadedModel(model, tokenizer, name, getattr(model.config, "_commit_hash", None) or "unknown")
+    if revision is not None and is_local(str(model), gguf_file):
+        raise ValueError(f"revision {revision!r} names a Hub revision, but {model_label(str(model), gguf_file)} is a "
+                         "local model: its content digest identifies it in the signature; leave revision out")
+    target_device = resolve_device(device)
+    torch_dtype = resolve_dtype(dtype, target_device)
+    loaded = _load_pretrained(str(model), tokenizer, gguf_file, torch_dtype, revision)
     loaded.model.to(target_device)
     loaded.model.eval()
     return loaded
+
+
+def _adopt(model: Any, name: str, device: str | torch.device | None, dtype: str | torch.dtype | None) -> None:
+    """Use a model object as it is, except where ``device`` / ``dtype`` ask otherwise: then it is
+    changed in place, and the log says so; a model in training mode is put in eval mode (logged)."""
+    current = next(model.parameters())
+    if device not in (None, "auto") and resolve_device(device) != current.device:
+        logger.warning("%s: moving the model object from %s to %s in place (device=%r)",
+                       name, current.device, resolve_device(device), str(device))
+        model.to(resolve_device(device))
+    torch_dtype = resolve_dtype(dtype, current.device)
+    if torch_dtype is not None and torch_dtype != current.dtype:
+        logger.warning("%s: converting the model object from %s to %s in place (dtype=%r)",
+                       name, str(current.dtype).removeprefix("torch."), str(torch_dtype).removeprefix("torch."),
+                       str(dtype).removeprefix("torch."))
+        model.to(torch_dtype)
+    if model.training:
+        logger.warning("%s: the model object was in training mode; it is put in eval mode in place "
+                       "(call .train() on it to train again)", name)
+        model.eval()
 
 
 def _load_pretrained(
@@ -221,4 +275,4 @@ def _load_pretrained(
     name = model_label(source, gguf_file)
     if gguf_file is not None:
         _release_freed_memory()  # de-quantizing leaves large freed buffers in the process
-    return LoadedModel(model, tokenizer, name, revision or _revision(source, gguf_file, model.config))
+    return LoadedModel(model, tokenizer, name, _revision(source, gguf_file, model.config))

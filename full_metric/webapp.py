@@ -16,46 +16,52 @@ import logging
 import os
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import field, make_dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from .aggregate import AGGREGATIONS
 from .dialog_files import table_rows
 from .follow_ups import NAMED_SETS, PAPER_FIVE, validate_follow_ups
-from .scorer import PRESETS, FullScorer, check_signs, preset_fits, resolve_positive
-from .settings import SETTINGS
+from .presets import fitting_presets
+from .scorer import FullScorer
+from .settings import LOAD_SETTINGS, Setting, check_signs, positive_int, resolve_positive
 from .turns import split_turns, strip_speaker
 
 
-@dataclass(frozen=True)
-class Limits:
-    """What one request may hold, and how long a batch may run (``FULL_<FIELD>`` environment
-    variables override them: ``FULL_ROWS=200``)."""
-
-    turns: int = 100
-    characters: int = 20_000
-    candidates: int = 10
-    rows: int = 1_000
-    upload_bytes: int = 2_000_000
-    follow_ups: int = 20
-    follow_up_characters: int = 200
-    batch_seconds: int = 600
-    queue: int = 32
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Limits":
-        environ = os.environ if environ is None else environ
-        values = {}
-        for name in cls.__dataclass_fields__:
-            text = environ.get(f"FULL_{name.upper()}", "").strip()
-            if text:
-                if not text.isdigit() or int(text) < 1:
-                    raise ValueError(f"FULL_{name.upper()} must be a positive integer, got {text!r}")
-                values[name] = int(text)
-        return cls(**values)
+#: What one request may hold, and how long a batch may run: the app's limits, each declared once,
+#: read from ``FULL_LIMIT_<NAME>`` (``FULL_LIMIT_ROWS=200``): names that no scorer setting can take.
+LIMIT_SETTINGS: tuple[Setting, ...] = tuple(
+    Setting(name, text, kind=int, default=default, prefix="FULL_LIMIT_") for name, text, default in (
+        ("turns", "turns in one dialog or context", 100),
+        ("characters", "characters in one dialog, context or response", 20_000),
+        ("candidates", "candidate responses in the turn tab", 10),
+        ("rows", "rows of an uploaded file", 1_000),
+        ("upload_bytes", "bytes of an uploaded file", 2_000_000),
+        ("follow_ups", "custom follow-ups", 20),
+        ("follow_up_characters", "characters of one custom follow-up", 200),
+        ("batch_seconds", "seconds a batch runs before it stops with the rows scored so far", 600),
+        ("queue", "requests waiting for the model", 32),
+    )
+)
 
 
+def _limits_from_env(cls: type, environ: Mapping[str, str] | None = None) -> Any:
+    """The limits, each from its ``FULL_LIMIT_<NAME>`` variable where set (a positive integer)."""
+    environ = os.environ if environ is None else environ
+    values = {}
+    for setting in LIMIT_SETTINGS:
+        text = environ.get(setting.env, "").strip()
+        if text:
+            values[setting.name] = positive_int(setting.parse(text), setting.env)
+    return cls(**values)
+
+
+Limits = make_dataclass(
+    "Limits", [(s.name, int, field(default=s.default)) for s in LIMIT_SETTINGS], frozen=True,
+    namespace={"from_env": classmethod(_limits_from_env),
+               "__doc__": "The app's limits (:data:`LIMIT_SETTINGS`); ``Limits.from_env()`` reads them."},
+)
 LIMITS = Limits()
 logger = logging.getLogger(__name__)
 CUSTOM = "custom (one per line below)"
@@ -335,11 +341,11 @@ EXAMPLES = [
 
 def settings_from_env(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The scorer's settings from ``FULL_<NAME>`` environment variables (``FULL_MODEL``,
-    ``FULL_GGUF_FILE``, ``FULL_PRESET``, ``FULL_DEVICE``..., one per setting of
+    ``FULL_GGUF_FILE``, ``FULL_PRESET``, ``FULL_DEVICE``..., one per load setting of
     :data:`full_metric.settings.SETTINGS`); unset or empty ones keep their defaults, and the
     progress bar is off unless ``FULL_PROGRESS`` turns it on."""
     environ = os.environ if environ is None else environ
-    settings = {s.name: s.parse(environ.get(s.env, "")) for s in SETTINGS}
+    settings = {s.name: s.parse(environ.get(s.env, "")) for s in LOAD_SETTINGS}
     for name in ("follow_ups", "positive_follow_ups"):  # a set name, or one follow-up per line
         if isinstance(settings[name], str) and "\n" in settings[name].strip():
             settings[name] = [line.strip() for line in settings[name].splitlines() if line.strip()]
@@ -488,8 +494,8 @@ def build_app(scorer: FullScorer, limits: Limits | None = None) -> Any:
             f"here.* would follow. **Higher is better.** Model: `{scorer.loaded.name}`."
         )
         with gr.Accordion("Settings", open=False, elem_id="settings"):
-            fitting = [p for p in sorted(PRESETS) if p == scorer.preset
-                       or preset_fits(p, scorer.loaded.name, scorer.model.config.model_type)]
+            fitting = list(dict.fromkeys([scorer.preset, *fitting_presets(
+                scorer.loaded.name, scorer.model.config.model_type, scorer.loaded.is_encoder_decoder)]))
             preset = gr.Dropdown(fitting, value=scorer.preset, label="Preset (settings bundle; those that fit the model)",
                                  elem_id="preset")
             choice = gr.Dropdown(FOLLOW_UP_CHOICES, value=FROM_PRESET, label="Follow-up set", elem_id="follow-up-set")
@@ -550,3 +556,10 @@ def build_app(scorer: FullScorer, limits: Limits | None = None) -> Any:
         gr.Markdown(_card())
     demo.queue(default_concurrency_limit=1, max_size=limits.queue)
     return demo
+
+
+def limits_table() -> str:
+    """The app's limits as docs/app.md's table (``python -c "from full_metric.webapp import limits_table; print(limits_table())"``)."""
+    rows = ["| limit | default | variable |", "|---|---|---|"]
+    rows += [f"| {s.help} | {s.default:,} | `{s.env}` |" for s in LIMIT_SETTINGS]
+    return "\n".join(rows)

@@ -125,7 +125,7 @@ def test_a_long_batch_stops_at_its_time_limit_and_a_full_queue_says_so(tiny_blen
     src = tmp_path / "long.jsonl"
     src.write_text("".join(json.dumps({"context": [f"Turn {k}."], "response": f"Answer {k}."}) + "\n"
                            for k in range(rows)))
-    env = {"FULL_BATCH_SECONDS": "8", "FULL_QUEUE": "1", "FULL_ROWS": str(rows), "FULL_UPLOAD_BYTES": "4000000"}
+    env = {"FULL_LIMIT_BATCH_SECONDS": "8", "FULL_LIMIT_QUEUE": "1", "FULL_LIMIT_ROWS": str(rows), "FULL_LIMIT_UPLOAD_BYTES": "4000000"}
     log = tmp_path / "app.log"
     with running_app(tiny_blenderbot_path, log, **env) as url:
         first, second, third = (Client(url, verbose=False) for _ in range(3))  # connected before the clock matters

@@ -4,13 +4,14 @@ are recognised and retried with smaller batches."""
 
 from __future__ import annotations
 
+import dataclasses
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import torch
 
 from full_metric import NAMED_SETS, FullScorer
-from full_metric import scorer as scorer_module
+from full_metric.engines import ENGINES
 from full_metric.loglik import is_out_of_memory
 from full_metric.models import load_model
 from tests.test_engines import _dialogs
@@ -31,7 +32,7 @@ def test_concurrent_calls_give_the_numbers_of_sequential_calls(kind, tiny_models
         preset = "reference" if kind == "reference-preset" else None
         make = lambda: FullScorer(loaded, device="cpu", progress=False, preset=preset)  # noqa: E731
     scorers = [make(), make()]  # two scorers sharing one model, as the metric's instances do
-    engine = "generic" if kind == "llama-generic" else "batched"
+    engine = "generic" if kind == "llama-generic" else "auto"
     jobs = _jobs(16)
 
     def run(k: int) -> list[list[float]]:
@@ -61,7 +62,7 @@ def test_out_of_memory_on_cpu_halves_the_batch_and_keeps_the_scores(tiny_blender
     scorer = FullScorer(tiny_blenderbot_path, device="cpu", progress=False)
     contexts, responses = _dialogs(9, seed=4)
     expected = scorer.score(contexts, responses, batch_size=1).scores
-    real = scorer_module._BATCHED["packed"]
+    real = ENGINES["packed"].score
     sizes = []
 
     def cpu_pressure(model, contexts, targets, pad_id):
@@ -70,10 +71,11 @@ def test_out_of_memory_on_cpu_halves_the_batch_and_keeps_the_scores(tiny_blender
             raise RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 999 bytes")
         return real(model, contexts, targets, pad_id)
 
-    monkeypatch.setitem(scorer_module._BATCHED, "packed", cpu_pressure)
+    monkeypatch.setitem(ENGINES, "packed", dataclasses.replace(ENGINES["packed"], score=cpu_pressure))
     assert scorer.score(contexts, responses, batch_size=8).scores == pytest.approx(expected, rel=1e-6)
     assert sizes[:2] == [8, 4] and max(sizes[2:]) <= 2  # halved until it fits
-    monkeypatch.setitem(scorer_module._BATCHED, "packed", lambda *a: (_ for _ in ()).throw(RuntimeError("shape")))
+    monkeypatch.setitem(ENGINES, "packed", dataclasses.replace(
+        ENGINES["packed"], score=lambda *a: (_ for _ in ()).throw(RuntimeError("shape"))))
     with pytest.raises(RuntimeError, match="shape"):  # other errors are not mistaken for memory trouble
         scorer.score(contexts, responses, batch_size=8)
 

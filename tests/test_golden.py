@@ -29,7 +29,7 @@ def blenderbot(tiny_blenderbot_path):
     return FullScorer(tiny_blenderbot_path, device="cpu", preset="paper", progress=False)
 
 
-@pytest.mark.parametrize("engine", ["batched", "generic", "oracle"])
+@pytest.mark.parametrize("engine", ["auto", "generic", "oracle"])
 def test_paper_preset_on_tiny_blenderbot_matches_the_separate_reference(blenderbot, engine):
     result = blenderbot.score(CONTEXTS, RESPONSES, engine=engine)
     assert list(result.follow_ups) == GOLDEN["follow_ups"]
@@ -41,7 +41,7 @@ def test_paper_preset_on_tiny_blenderbot_matches_the_separate_reference(blenderb
 
 def test_the_signature_written_out(blenderbot):
     assert blenderbot.score(CONTEXTS[:1], RESPONSES[:1]).signature == (
-        "full:0.1.0|model:tiny-blenderbot@sha256:fe46ec3986d8a6ee|dtype:float32|path:packed|render:blenderbot|"
+        "full:0.1.0|model:tiny-blenderbot@sha256:fe46ec3986d8a6ee|dtype:float32|engine:packed|render:blenderbot|"
         "trunc:left-128|turns:50|fu:paper-5-f55a6ff1|agg:sum|level:turn")
 
 
@@ -55,7 +55,7 @@ def test_chat_template_on_a_tiny_decoder_matches_the_separate_reference():
     model = LlamaForCausalLM.from_pretrained(HERE / "fixtures" / "tiny-llama", dtype="float32")
     scorer = FullScorer(model, tokenizer=smollm2_tokenizer(), device="cpu", progress=False)
     assert scorer.rendering == "chat_template"
-    for engine in ("batched", "oracle"):
+    for engine in ("auto", "oracle"):
         result = scorer.score(CONTEXTS, RESPONSES, engine=engine)
         assert _flat(result.follow_up_log_likelihoods) == pytest.approx(
             _flat(GOLDEN["tiny-llama-smollm2-chat"]), rel=1e-5, abs=1e-4)

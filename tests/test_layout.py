@@ -50,3 +50,53 @@ def test_importing_the_core_loads_no_heavy_or_face_library():
     )
     done = run_checked([sys.executable, "-c", code], timeout=120)
     assert done.stdout.strip() == "[]"
+
+
+def _all_imports(path: Path) -> set[str]:
+    """Every package module a module imports, at module level or inside functions (relative and
+    absolute ``full_metric`` imports; ``from . import x`` counts as importing ``x``)."""
+    here = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    if here[-1] == "__init__":
+        here = (*here[:-1], "__init__")
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = ".".join(here[: len(here) - node.level])
+                module = f"{base}.{node.module}" if node.module else base
+            elif (node.module or "").startswith("full_metric"):
+                module = node.module
+            else:
+                continue
+            names = [f"{module}.{a.name}" for a in node.names]
+            found.update(n for n in names if (PACKAGE.parent / (n.replace(".", "/") + ".py")).exists())
+            found.add(module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("full_metric"))
+    return found
+
+
+def test_the_import_graph_has_no_cycle():
+    """No module imports, even inside a function, a module that imports it back (before, settings
+    imported the scorer for its presets while the scorer imported settings)."""
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        name = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        modules[name.removesuffix(".__init__")] = path
+    graph = {name: {m.removesuffix(".__init__") for m in _all_imports(path)} & set(modules) - {name}
+             for name, path in modules.items()}
+    state: dict[str, int] = {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycle = trail[trail.index(nxt):] + [nxt] if nxt in trail else [node, nxt]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt, [*trail, nxt])
+        state[node] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])

@@ -24,7 +24,7 @@ def test_fixture_holds_104_cases_with_truncation():
     assert tuple(CASES["package_default_follow_ups"]) == REFERENCE_PACKAGE_DEFAULT
 
 
-@pytest.mark.parametrize("engine", ["batched", "oracle"])
+@pytest.mark.parametrize("engine", ["auto", "oracle"])
 @pytest.mark.parametrize("setting,level", GROUPS)
 def test_reference_parity(reference_scorer, setting, level, engine):
     cases = [c for c in CASES["cases"] if c["setting"] == setting and c["level"] == level]

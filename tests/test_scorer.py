@@ -113,7 +113,7 @@ def test_load_model_dtype(tiny_blenderbot_path):
 
 def test_family_presets_fit_only_their_family():
     """Protects users from applying one model family's tuned settings to another model unwarned."""
-    from full_metric.scorer import preset_fits
+    from full_metric.presets import preset_fits
 
     assert preset_fits("paper", "facebook/blenderbot-400M-distill", "blenderbot")  # method presets fit any model
     assert preset_fits("reference", "anything", "t5")

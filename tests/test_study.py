@@ -159,7 +159,7 @@ def test_presets_are_the_study_choice():
     model family (reports/study/results.json, written by `full-metric study`)."""
     from pathlib import Path
 
-    from full_metric.presets import STUDY_PRESETS
+    from full_metric.study_presets import STUDY_PRESETS
 
     results = json.loads((Path(__file__).parent.parent / "reports" / "study" / "results.json").read_text())
     finals = {p["family"]: p["final"] for p in results["protocols"]}
@@ -177,7 +177,7 @@ def test_presets_are_the_study_choice():
 
 
 def test_presets_module_is_generated_from_the_results():
-    """full_metric/presets.py is what reports/study/make_presets.py writes from results.json."""
+    """full_metric/study_presets.py is what reports/study/make_presets.py writes from results.json."""
     import importlib.util
     from pathlib import Path
 
@@ -186,7 +186,7 @@ def test_presets_module_is_generated_from_the_results():
     make_presets = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(make_presets)
     results = json.loads((root / "reports" / "study" / "results.json").read_text())
-    current = (root / "full_metric" / "presets.py").read_text()
+    current = (root / "full_metric" / "study_presets.py").read_text()
     assert make_presets.presets_source(results, current) == current
 
 
@@ -206,7 +206,7 @@ def test_study_presets_everywhere(chat_llama_folder):
     metric, the command line and the app, and its scores are the study's arithmetic."""
     from full_metric import PRESETS
     from full_metric.metric import FULL
-    from full_metric.presets import STUDY_PRESETS
+    from full_metric.study_presets import STUDY_PRESETS
     from full_metric.webapp import FROM_PRESET, choose_settings
 
     contexts, responses = [["Hi!", "How was your weekend?"], ["I adopted a puppy!"]], ["Great, I went hiking.", "Tires."]
@@ -230,7 +230,7 @@ def test_study_presets_everywhere(chat_llama_folder):
 
 
 def test_study_preset_on_the_command_line(chat_llama_folder, tmp_path):
-    from full_metric.presets import STUDY_PRESETS
+    from full_metric.study_presets import STUDY_PRESETS
 
     name = next(iter(STUDY_PRESETS))
     src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"

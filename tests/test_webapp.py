@@ -120,9 +120,9 @@ def test_follow_up_limits_and_limits_from_the_environment():
         choose_follow_ups(CUSTOM, "a?\nabcdef", limits)
     with pytest.raises(InputError, match="41 characters; the limit is 40"):
         choose_follow_ups(CUSTOM, "x" * 41, limits)
-    assert Limits.from_env({"FULL_ROWS": "5", "FULL_BATCH_SECONDS": "7"}) == Limits(rows=5, batch_seconds=7)
-    with pytest.raises(ValueError, match="FULL_QUEUE must be a positive integer"):
-        Limits.from_env({"FULL_QUEUE": "0"})
+    assert Limits.from_env({"FULL_LIMIT_ROWS": "5", "FULL_LIMIT_BATCH_SECONDS": "7"}) == Limits(rows=5, batch_seconds=7)
+    with pytest.raises(ValueError, match="FULL_LIMIT_QUEUE must be a positive integer"):
+        Limits.from_env({"FULL_LIMIT_QUEUE": "0"})
 
 
 def test_upload_rows_over_the_character_limit_name_their_line():

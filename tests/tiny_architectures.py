@@ -116,12 +116,12 @@ BUILDERS: dict[str, Callable[[], Any]] = {name: (lambda n=name: build(n)) for na
 
 def paths_table() -> str:
     """A Markdown table: each architecture, its model type, the candidate paths and why."""
-    from full_metric.paths import choose_paths
+    from full_metric.engines import candidates
 
     rows = ["| architecture | model type | paths, fastest first | why |", "|---|---|---|---|"]
     for name in SPECS:
         model = build(name)
-        paths, reason = choose_paths(model)
+        paths, reason = candidates(model)
         rows.append(f"| {name} | `{model.config.model_type}` | {' > '.join(paths)} | {reason} |")
     return "\n".join(rows)
 

@@ -1,8 +1,8 @@
-"""Write ``full_metric/presets.py`` from the study's ``results.json``: one preset per model family,
+"""Write ``full_metric/study_presets.py`` from the study's ``results.json``: one preset per model family,
 the configuration chosen for it on all three development sets.
 
 Usage (from the repository root, after ``full-metric study ... -o reports/study``):
-    python reports/study/make_presets.py [reports/study/results.json] [full_metric/presets.py]
+    python reports/study/make_presets.py [reports/study/results.json] [full_metric/study_presets.py]
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ HUB_MODELS = {
     "gemma3": "google/gemma-3-270m",
 }
 
-#: The line that opens the presets; ``presets.py`` keeps what stands above it (docstring, imports).
+#: The line that opens the presets; ``study_presets.py`` keeps what stands above it (docstring, imports).
 OPENING = "STUDY_PRESETS: dict[str, dict[str, Any]] = {"
 
 
@@ -28,7 +28,7 @@ def _tuple(items: list[str]) -> str:
 
 
 def presets_source(results: dict, current: str) -> str:
-    """The source of ``presets.py`` for a study's results: ``current`` (the module's source) up to
+    """The source of ``study_presets.py`` for a study's results: ``current`` (the module's source) up to
     and including :data:`OPENING`, then one entry per model family."""
     lines = [current[: current.index(OPENING)] + OPENING]
     for protocol in sorted(results["protocols"], key=lambda p: p["family"]):
@@ -52,7 +52,7 @@ def presets_source(results: dict, current: str) -> str:
 
 def main(argv: list[str]) -> None:
     results = Path(argv[0] if argv else "reports/study/results.json")
-    target = Path(argv[1] if len(argv) > 1 else "full_metric/presets.py")
+    target = Path(argv[1] if len(argv) > 1 else "full_metric/study_presets.py")
     source = presets_source(json.loads(results.read_text(encoding="utf-8")), target.read_text(encoding="utf-8"))
     target.write_text(source, encoding="utf-8")
     print(f"wrote {target}")

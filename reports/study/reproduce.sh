@@ -29,4 +29,4 @@ run gemma3 "$GEMMA" speaker paper+positive ""                              # Gem
 run gemma3 "$GEMMA" speaker paper+positive -turns2 --max-turns 2           # Gemma-3-270M, last 2 turns
 run gemma3 "$GEMMA" plain paper+positive ""                                # Gemma-3-270M, plain lines
 full-metric study "$TABLES"/*.json -o reports/study
-python reports/study/make_presets.py reports/study/results.json full_metric/presets.py
+python reports/study/make_presets.py reports/study/results.json full_metric/study_presets.py
