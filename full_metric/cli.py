@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from .dialog_files import DialogFileError, read_dialog_lines, read_follow_ups
+from .dialog_files import DialogFileError, read_dialog_lines, read_follow_ups, refuse_overwriting_input, scored_records
 from .follow_ups import NAMED_SETS
 from .settings import LOAD_SETTINGS
 from .version import __version__
@@ -145,25 +145,21 @@ def _make_scorer(args: argparse.Namespace) -> Any:
 
 def _score(args: argparse.Namespace) -> int:
     from .corpus import Source, score_corpus
+    from .distributed import teardown
 
     source = Source(args.input, args.dataset, args.split, args.config, args.context_column, args.response_column)
     progress = args.progress is not False
-    done = score_corpus(source, args.output, lambda: _make_scorer(args), resume=args.resume,
-                        chunk_size=args.chunk_size, progress=progress)
+    try:
+        done = score_corpus(source, args.output, lambda: _make_scorer(args), resume=args.resume,
+                            chunk_size=args.chunk_size, progress=progress)
+    finally:
+        teardown()
     if done["world_size"] > 1:
         print(f"rank {done['rank']} of {done['world_size']}: scored {done['scored_here']} rows", file=sys.stderr)
     if done["mean"] is not None:
         print(f"scored {done['items']} dialogs: mean FULL {done['mean']:.4f}", file=sys.stderr)
         print(done["signature"], file=sys.stderr)
     return 0
-
-
-def _put_scores(records: list[dict[str, Any]], result: Any) -> None:
-    """Add each record's score, per-follow-up log-likelihoods and the signature (in place)."""
-    for record, score, values in zip(records, result.scores, result.follow_up_log_likelihoods):
-        record["full"] = score
-        record["follow_up_log_likelihoods"] = dict(zip(result.follow_ups, values))
-        record["signature"] = result.signature
 
 
 def _system_file(path: str, scorer: Any) -> tuple[str, list[int], list[dict[str, Any]], str | None]:
@@ -183,8 +179,8 @@ def _system_file(path: str, scorer: Any) -> tuple[str, list[int], list[dict[str,
             raise DialogFileError(f"{path}, line {bad}: field 'full' is not a number")
     else:
         turn_level = records[0].get("response") is not None
-        _put_scores(records, scorer().score([r["context"] for r in records],
-                                            [r["response"] for r in records] if turn_level else None))
+        records = scored_records(records, scorer().score([r["context"] for r in records],
+                                                         [r["response"] for r in records] if turn_level else None))
     names = {r.get("system") for r in records}
     name = str(names.pop()) if len(names) == 1 and None not in names else Path(path).stem
     signatures = {r.get("signature") for r in records}
@@ -439,6 +435,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.argv = argv  # for the reports that name the command that made them
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
+        inputs = [getattr(args, name, None) for name in ("input", "data")] + list(getattr(args, "files", None) or [])
+        for output in ("output", "json_out", "csv_out", "plot"):
+            if getattr(args, output, None) is not None:
+                refuse_overwriting_input([i for group in inputs for i in ([group] if isinstance(group, str) else
+                                                                          group or [])], getattr(args, output))
         return COMMANDS[args.command](args)
     except (DialogFileError, ValueError, TypeError) as error:
         print(f"full-metric: error: {error}", file=sys.stderr)

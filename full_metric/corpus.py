@@ -9,14 +9,13 @@ loses at most the chunk in flight). When every rank is done, rank 0 writes the o
 order (JSON Lines or Parquet, by extension) and removes the parts. ``--resume`` keeps the parts
 of a killed run whose input and settings match, and scores only what they lack.
 
-JSON Lines and CSV are read here line by line, so that an error names its line (the ``datasets``
-readers report a malformed line without its number); Parquet files and Hub datasets are read with
-``datasets`` in streaming mode.
+JSON Lines and CSV are read line by line by the one row reader of :mod:`full_metric.dialog_files`,
+so that an error names its line (the ``datasets`` readers report a malformed line without its
+number); Parquet files and Hub datasets are read with ``datasets`` in streaming mode.
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import importlib.util
 import json
@@ -30,9 +29,10 @@ from typing import Any, Callable, Iterator
 
 from tqdm.auto import tqdm
 
-from .dialog_files import DialogFileError
+from .dialog_files import (
+    ROW_SUFFIXES, DialogFileError, check_row, read_rows, refuse_overwriting_input, scored_records,
+)
 from .distributed import Rank, balanced_shares, barrier, setup
-from .turns import split_turns
 
 logger = logging.getLogger(__name__)
 
@@ -71,10 +71,9 @@ class Source:
     def raw_rows(self) -> Iterator[tuple[str, dict[str, Any]]]:
         """(where, row) for every row, streamed."""
         suffix = Path(self.path).suffix.lower() if self.path else ""
-        if suffix in (".jsonl", ".json"):
-            yield from _json_lines(self.path)
-        elif suffix == ".csv":
-            yield from _csv_rows(self.path)
+        if suffix in ROW_SUFFIXES:
+            for number, row in read_rows(self.path, required=self.context_column):
+                yield f"{self.path}, line {number}", row  # type: ignore[misc]
         else:
             yield from _dataset_rows(self)
 
@@ -84,61 +83,9 @@ class Source:
             yield (where, row, *self._dialog(where, row))
 
     def _dialog(self, where: str, row: dict[str, Any]) -> tuple[list[str], str | None]:
-        context = row.get(self.context_column)
-        if isinstance(context, str):
-            context = split_turns(context)
-        if not isinstance(context, (list, tuple)) or not all(isinstance(t, str) for t in context):
-            raise DialogFileError(f"{where}: field {self.context_column!r} must be a list of strings "
-                                  "or a string with a turn per line")
-        response = row.get(self.response_column)
-        if response is not None and not isinstance(response, str):
-            raise DialogFileError(f"{where}: field {self.response_column!r} must be a string")
-        if response is not None and not response.strip():
-            if self.path is None or not self.path.lower().endswith(".csv"):  # an empty CSV cell is a missing value
-                raise DialogFileError(f"{where}: field {self.response_column!r} is empty")
-            response = None
-        if response is None and not context:
-            raise DialogFileError(f"{where}: field {self.context_column!r} is an empty dialog and there is no "
-                                  f"{self.response_column!r}")
-        return list(context), response
-
-
-def _json_lines(path: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    with open(path, encoding="utf-8") as handle:
-        number = 0
-        while True:
-            where = f"{path}, line {number + 1}"
-            try:
-                line = handle.readline()
-            except UnicodeDecodeError as error:
-                raise DialogFileError(f"{where}: not UTF-8 text ({error.reason})") from None
-            if not line:
-                return
-            number += 1
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise DialogFileError(f"{where}: not valid JSON ({error.msg})") from None
-            if not isinstance(record, dict):
-                raise DialogFileError(f"{where}: expected a JSON object, got {type(record).__name__}")
-            yield where, record
-
-
-def _csv_rows(path: str) -> Iterator[tuple[str, dict[str, Any]]]:
-    try:
-        with open(path, encoding="utf-8-sig", newline="") as handle:
-            reader = csv.DictReader(handle)
-            start = 2
-            for row in reader:
-                extra = row.pop(None, None)  # type: ignore[call-overload]
-                if extra:
-                    raise DialogFileError(f"{path}, line {start}: more cells than the header has columns")
-                yield f"{path}, line {start}", row
-                start = reader.line_num + 1
-    except UnicodeDecodeError as error:
-        raise DialogFileError(f"{path}: not UTF-8 text ({error.reason})") from None
+        csv_file = self.path is not None and self.path.lower().endswith(".csv")  # an empty CSV cell is a missing value
+        return check_row(row, where, context_column=self.context_column, response_column=self.response_column,
+                         csv_row=csv_file)
 
 
 def _dataset_rows(source: Source) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -349,6 +296,7 @@ def score_corpus(
             an output that belongs to another input or other settings (nothing is changed).
     """
     output = Path(output)
+    refuse_overwriting_input([source.path], output)
     if output.suffix.lower() not in OUTPUT_SUFFIXES:
         raise DialogFileError(f"{output}: the output must end in {' or '.join(OUTPUT_SUFFIXES)}")
     if output.suffix.lower() == ".parquet" and importlib.util.find_spec("pyarrow") is None:
@@ -386,11 +334,9 @@ def score_corpus(
     def flush() -> None:
         result = scorer.score([c for _, _, c, _ in chunk], [r for *_, r in chunk] if turn_level else None,
                               progress=False)
-        lines = []
-        for (index, row, _, _), score, values in zip(chunk, result.scores, result.follow_up_log_likelihoods):
-            record = {**row, "full": score, "follow_up_log_likelihoods": dict(zip(result.follow_ups, values)),
-                      "signature": result.signature}
-            lines.append(json.dumps({"i": index, "r": record}, ensure_ascii=False, default=str) + "\n")
+        records = scored_records([row for _, row, _, _ in chunk], result)
+        lines = [json.dumps({"i": index, "r": record}, ensure_ascii=False, default=str) + "\n"
+                 for (index, *_), record in zip(chunk, records)]
         _append(part, lines)
         bar.update(len(chunk))
         chunk.clear()

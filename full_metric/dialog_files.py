@@ -1,7 +1,9 @@
-"""The one reader of dialog files (JSON Lines and CSV rows, for the command line, the app's uploads
-and the human-rated files of :mod:`full_metric.research.rated_files`), and follow-up files; errors
-name the file, the line and the field. (``full-metric score`` streams its input with
-:mod:`full_metric.corpus`.)"""
+"""The one file layer of dialog rows, for the command line, the corpus scorer, the app's uploads and
+the human-rated files of :mod:`full_metric.research.rated_files`: one reader of JSON Lines and CSV
+rows (:func:`iter_rows`, streamed, with line numbers), one row check (:func:`check_row`), one
+scored-record writer (:func:`scored_records`); and follow-up files. Errors name the file, the line
+and the field. (Parquet files and Hub datasets are read with ``datasets`` in :mod:`full_metric.corpus`.)
+"""
 
 from __future__ import annotations
 
@@ -9,57 +11,46 @@ import csv
 import io
 import json
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Iterator, Sequence
+
+from .turns import split_turns
+
+#: The suffixes of the files :func:`iter_rows` reads.
+ROW_SUFFIXES = (".jsonl", ".json", ".csv")
 
 
 class DialogFileError(ValueError):
     """A malformed input file: the message names the file, the line and the problem."""
 
 
-def read_dialog_lines(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
-    """(line number, record) of JSON Lines dialogs: ``{"context": [turns...], "response": "..."}``
-    (response optional); blank lines are skipped; every record must have the same level: all with
-    a response (turn level) or none (dialog level)."""
-    records: list[dict[str, Any]] = []
-    numbers: list[int] = []
-    for number, record in _records(Path(path)):
-        where = f"{path}, line {number}"
-        context = record.get("context")
-        if not isinstance(context, list) or not all(isinstance(t, str) for t in context):
-            raise DialogFileError(f"{where}: field 'context' must be a list of strings")
-        if "response" in record and record["response"] is not None and not isinstance(record["response"], str):
-            raise DialogFileError(f"{where}: field 'response' must be a string")
-        if "response" in record and record["response"] is not None and not record["response"].strip():
-            raise DialogFileError(f"{where}: field 'response' is empty")
-        if records and (records[0].get("response") is None) != (record.get("response") is None):
-            raise DialogFileError(
-                f"{where}: mixes turn-level (with 'response') and dialog-level (without) records"
-            )
-        if record.get("response") is None and not context:
-            raise DialogFileError(f"{where}: field 'context' is an empty dialog and there is no 'response'")
-        records.append(record)
-        numbers.append(number)
-    return list(zip(numbers, records))
-
-
-def table_rows(
-    text: str, suffix: str, error: type[ValueError] = DialogFileError, where: str = "", *, lenient: bool = False,
-    required: str | None = None,
-) -> list[tuple[int, dict[str, Any] | ValueError]]:
+def iter_rows(
+    handle: IO[str], suffix: str, error: type[ValueError] = DialogFileError, where: str = "", *,
+    lenient: bool = False, required: str | None = None,
+) -> Iterator[tuple[int, dict[str, Any] | ValueError]]:
     """(line number, row) for each row of a JSON Lines (``suffix`` ``.jsonl``/``.json``) or CSV
-    (``.csv``) text: blank JSON lines are skipped, empty CSV cells left out. A malformed line raises
-    ``error`` naming ``where`` and the line, or with ``lenient`` stands in the list as that error
-    (for callers that may skip it). ``required``: a column a CSV header must have."""
+    (``.csv``, numbered by the line the row starts on) text stream: blank JSON lines are skipped,
+    empty CSV cells left out (a missing value). A malformed line raises ``error`` naming ``where`` and the line, or with
+    ``lenient`` stands in the stream as that error (for callers that may skip it). ``required``: a
+    column a CSV header must have."""
     suffix = suffix.lower()
     if suffix == ".csv":
-        reader = csv.DictReader(io.StringIO(text))
-        if required is not None and (not reader.fieldnames or required not in reader.fieldnames):
-            raise error(f"{where}line 1: the CSV header needs a {required!r} column")
-        return [(reader.line_num, {k: v for k, v in row.items() if v not in (None, "")}) for row in reader]
-    if suffix not in (".jsonl", ".json"):
+        yield from _csv_rows(handle, error, where, required)
+    elif suffix in (".jsonl", ".json"):
+        yield from _json_rows(handle, error, where, lenient)
+    else:
         raise error(f"{where}expected a .jsonl or .csv file, not {suffix or 'a file without extension'}")
-    rows: list[tuple[int, dict[str, Any] | ValueError]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+
+
+def _json_rows(handle: IO[str], error: type[ValueError], where: str, lenient: bool) -> Iterator[tuple[int, Any]]:
+    number = 0
+    while True:
+        try:
+            line = handle.readline()
+        except UnicodeDecodeError as decode:
+            raise error(f"{where}line {number + 1}: not UTF-8 text ({decode.reason})") from None
+        if not line:
+            return
+        number += 1
         if not line.strip():
             continue
         try:
@@ -68,20 +59,99 @@ def table_rows(
         except json.JSONDecodeError as decode:
             problem = f"not valid JSON ({decode.msg})"
         if problem is None:
-            rows.append((number, record))
+            yield number, record
         elif lenient:
-            rows.append((number, error(f"{where}line {number}: {problem}")))
+            yield number, error(f"{where}line {number}: {problem}")
         else:
             raise error(f"{where}line {number}: {problem}")
-    return rows
 
 
-def _records(path: Path) -> list[tuple[int, dict[str, Any]]]:
+def _csv_rows(handle: IO[str], error: type[ValueError], where: str, required: str | None) -> Iterator[tuple[int, Any]]:
+    reader = csv.DictReader(handle)
+    start = 2
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        raise DialogFileError(f"{path}: not UTF-8 text ({error})") from None
-    return table_rows(text, ".jsonl", DialogFileError, f"{path}, ")  # type: ignore[return-value]
+        if required is not None and (not reader.fieldnames or required not in reader.fieldnames):
+            raise error(f"{where}line 1: the CSV header needs a {required!r} column")
+        for row in reader:
+            if row.pop(None, None):  # type: ignore[call-overload]
+                raise error(f"{where}line {start}: more cells than the header has columns")
+            yield start, {k: v for k, v in row.items() if v not in (None, "")}  # an empty cell: a missing value
+            start = reader.line_num + 1
+    except UnicodeDecodeError as decode:
+        raise error(f"{where}line {start}: not UTF-8 text ({decode.reason})") from None
+
+
+def table_rows(
+    text: str, suffix: str, error: type[ValueError] = DialogFileError, where: str = "", *, lenient: bool = False,
+    required: str | None = None,
+) -> list[tuple[int, dict[str, Any] | ValueError]]:
+    """:func:`iter_rows` of a text held in memory (an upload), as a list."""
+    return list(iter_rows(io.StringIO(text, newline=""), suffix, error, where, lenient=lenient, required=required))
+
+
+def read_rows(path: str | Path, **options: Any) -> Iterator[tuple[int, dict[str, Any] | ValueError]]:
+    """:func:`iter_rows` of a file, streamed (``options``: those of :func:`iter_rows`); errors name the file."""
+    path = Path(path)
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        yield from iter_rows(handle, path.suffix, where=f"{path}, ", **options)
+
+
+def check_row(
+    row: dict[str, Any], where: str, error: type[ValueError] = DialogFileError, *,
+    context_column: str = "context", response_column: str = "response", csv_row: bool = False,
+) -> tuple[list[str], str | None]:
+    """The one check of a dialog row: its context (a list of turns, or a string with a turn per
+    line) and its response (a non-empty string; missing: dialog level, and then the context must
+    hold a turn). ``csv_row``: a row of a CSV file whose header has the context column, where an
+    empty cell is a missing value (an empty context, no response)."""
+    if row.get(context_column) is None and not csv_row:
+        raise error(f"{where}: missing field {context_column!r}")
+    context = row.get(context_column, "")
+    if isinstance(context, str):
+        context = split_turns(context)
+    if not isinstance(context, (list, tuple)) or not all(isinstance(t, str) for t in context):
+        raise error(f"{where}: field {context_column!r} must be a list of strings or a string with a turn per line")
+    response = row.get(response_column)
+    if response is not None and not isinstance(response, str):
+        raise error(f"{where}: field {response_column!r} must be a string")
+    if response is not None and not response.strip():
+        raise error(f"{where}: field {response_column!r} is empty")
+    if response is None and not context:
+        raise error(f"{where}: field {context_column!r} is an empty dialog and there is no {response_column!r}")
+    return list(context), response
+
+
+def read_dialog_lines(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, record) of a dialog file's rows, each checked (:func:`check_row`; its context
+    as a list of turns, its ``response`` ``None`` at dialog level); every record must have the same
+    level: all with a response (turn level) or none (dialog level)."""
+    records: list[tuple[int, dict[str, Any]]] = []
+    csv_file = Path(path).suffix.lower() == ".csv"
+    for number, row in read_rows(path, required="context"):
+        where = f"{path}, line {number}"
+        context, response = check_row(row, where, csv_row=csv_file)  # type: ignore[arg-type]
+        if records and (records[0][1]["response"] is None) != (response is None):
+            raise DialogFileError(f"{where}: mixes turn-level (with 'response') and dialog-level (without) records")
+        records.append((number, {**row, "context": context, "response": response}))
+    return records
+
+
+def scored_records(rows: Sequence[dict[str, Any]], result: Any) -> list[dict[str, Any]]:
+    """The one way a scored row is written (command line, corpus, app): the row's own fields, then
+    its score (``full``), its per-follow-up log-likelihoods and the signature."""
+    return [
+        {**row, "full": score, "follow_up_log_likelihoods": dict(zip(result.follow_ups, values)),
+         "signature": result.signature}
+        for row, score, values in zip(rows, result.scores, result.follow_up_log_likelihoods)
+    ]
+
+
+def refuse_overwriting_input(inputs: Sequence[str | Path | None], output: str | Path) -> None:
+    """Refuse an output path that is one of the inputs (it would replace the input), before any work."""
+    out = Path(output).resolve()
+    for given in inputs:
+        if given is not None and Path(given).resolve() == out:
+            raise DialogFileError(f"{output}: the output is the input file; write the scores to another file")
 
 
 def read_follow_ups(path: str | Path) -> list[str]:

@@ -68,6 +68,17 @@ def barrier() -> None:
         dist.barrier()
 
 
+def teardown() -> None:
+    """Leave the process group cleanly: wait for every rank, then destroy the group. A rank that
+    exits (or destroys its group) while another is still in the last collective can abort in
+    gloo's destructor ("terminate called without an active exception"); the barrier first avoids it."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
+
+
 def balanced_shares(lengths: Sequence[int], world_size: int) -> list[list[int]]:
     """Split item indices into ``world_size`` shares of about equal total length (longest items
     first, each to the share with the least so far), each share in input order. Deterministic, so

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from .aggregate import AGGREGATIONS
-from .dialog_files import table_rows
+from .dialog_files import check_row, scored_records, table_rows
 from .follow_ups import NAMED_SETS, PAPER_FIVE, validate_follow_ups
 from .presets import fitting_presets
 from .scorer import FullScorer
@@ -144,30 +144,19 @@ def read_upload(name: str, data: bytes, limits: Limits = LIMITS) -> list[dict[st
         raise InputError("the file holds no rows")
     if len(rows) > limits.rows:
         raise InputError(f"the file has {len(rows)} rows; the limit is {limits.rows}")
-    return [_check_row(line, row, limits) for line, row in rows]
+    return [_check_row(line, row, limits, suffix == ".csv") for line, row in rows]
 
 
-def _check_row(line: int, row: dict[str, Any], limits: Limits) -> dict[str, Any]:
-    context = row.get("context")
-    if context is None:
-        raise InputError(f"line {line}: missing field 'context'")
-    if isinstance(context, str):
-        context = parse_dialog(context, limits, name=f"context on line {line}")
-    elif isinstance(context, list) and all(isinstance(t, str) for t in context):
-        if len(context) > limits.turns:
-            raise InputError(f"line {line}: {len(context)} turns; the limit is {limits.turns}")
-        if sum(map(len, context)) > limits.characters:
-            raise InputError(f"line {line}: the context has {sum(map(len, context))} characters; "
-                             f"the limit is {limits.characters}")
-    else:
-        raise InputError(f"line {line}: field 'context' must be a list of strings or a string")
-    response = row.get("response")
-    if response is not None and (not isinstance(response, str) or not response.strip()):
-        raise InputError(f"line {line}: field 'response' must be a non-empty string")
+def _check_row(line: int, row: dict[str, Any], limits: Limits, csv_file: bool) -> dict[str, Any]:
+    """The one row check (:func:`full_metric.dialog_files.check_row`), then the app's limits."""
+    context, response = check_row(row, f"line {line}", InputError, csv_row=csv_file)
+    if len(context) > limits.turns:
+        raise InputError(f"line {line}: {len(context)} turns; the limit is {limits.turns}")
+    if sum(map(len, context)) > limits.characters:
+        raise InputError(f"line {line}: the context has {sum(map(len, context))} characters; "
+                         f"the limit is {limits.characters}")
     if response is not None and len(response) > limits.characters:
         raise InputError(f"line {line}: the response has {len(response)} characters; the limit is {limits.characters}")
-    if response is None and not context:
-        raise InputError(f"line {line}: no 'response' and an empty 'context': nothing to score")
     return {**row, "context": context, "response": response}
 
 
@@ -257,9 +246,8 @@ def score_in_chunks(
                 [r["context"] for r in chosen], [r["response"] for r in chosen] if turn_level else None,
                 follow_ups=follow_ups, positive_follow_ups=positive_follow_ups, aggregation=aggregation, progress=False,
             )
-            for row, score, values in zip(chosen, result.scores, result.follow_up_log_likelihoods):
-                row["full"] = score
-                row["follow_up_log_likelihoods"] = dict(zip(result.follow_ups, values))
+            for row, record in zip(chosen, scored_records(chosen, result)):
+                row.update(record)
             if result.signature not in signatures:
                 signatures.append(result.signature)
         yield start + len(chunk), signatures
@@ -374,106 +362,115 @@ CHART_NOTE = ("Each bar is one follow-up's log-likelihood: how likely the model 
               "response. Bars closer to 0 mean likelier complaints, so a worse response.")
 
 
-def build_app(scorer: FullScorer, limits: Limits | None = None) -> Any:
-    """The Gradio Blocks app around one loaded scorer. Model work of all tabs shares one queue
-    (one request at a time, ``limits.queue`` waiting at most); the limits are checked before any
-    model work; batches run in chunks with progress, can be cancelled and stop at
-    ``limits.batch_seconds`` with the rows scored so far."""
-    import gradio as gr
-    import pandas as pd
+class _Handlers:
+    """What the app's tabs do, around one loaded scorer (model work of all tabs shares its queue)."""
 
-    limits = limits or Limits.from_env()
-    scorers = {scorer.preset: scorer}
-    files = TemporaryFiles()
+    def __init__(self, scorer: FullScorer, limits: Limits):
+        self.scorer, self.limits = scorer, limits
+        self.scorers = {scorer.preset: scorer}
+        self.files = TemporaryFiles()
 
-    def settings(preset: str, choice: str, custom: str, positive: str, aggregation: str) -> tuple[FullScorer, dict]:
+    def settings(self, preset: str, choice: str, custom: str, positive: str, aggregation: str) -> tuple[FullScorer, dict]:
         """The scorer of ``preset`` (sharing the loaded model) and the chosen options."""
+        import gradio as gr
+
         try:
-            if preset not in scorers:
-                scorers[preset] = FullScorer(scorer.loaded, preset=preset, progress=False)
-            return scorers[preset], choose_settings(scorers[preset], choice, custom, positive, aggregation, limits)
+            if preset not in self.scorers:
+                self.scorers[preset] = FullScorer(self.scorer.loaded, preset=preset, progress=False)
+            chosen = self.scorers[preset]
+            return chosen, choose_settings(chosen, choice, custom, positive, aggregation, self.limits)
         except ValueError as error:
             raise gr.Error(str(error)) from None
 
+    @staticmethod
     def chart(names: Sequence[str], follow_ups: Sequence[str], values: Sequence[Sequence[float]]) -> Any:
-        records = [
-            {"follow-up": f, "log-likelihood": round(v, 3), "candidate": name}
-            for name, row in zip(names, values) for f, v in zip(follow_ups, row)
-        ]
-        return pd.DataFrame(records)
+        import pandas as pd
 
-    def score_turn(dialog: str, candidates: str, *options_in: str):
+        return pd.DataFrame([{"follow-up": f, "log-likelihood": round(v, 3), "candidate": name}
+                             for name, row in zip(names, values) for f, v in zip(follow_ups, row)])
+
+    def score_turn(self, dialog: str, candidates: str, *options_in: str):
+        import gradio as gr
+        import pandas as pd
+
         try:
-            context, options = parse_dialog(dialog, limits), parse_candidates(candidates, limits)
+            context, options = parse_dialog(dialog, self.limits), parse_candidates(candidates, self.limits)
         except InputError as error:
             raise gr.Error(str(error)) from None
-        chosen, options_out = settings(*options_in)
+        chosen, options_out = self.settings(*options_in)
         result = chosen.score([context] * len(options), options, **options_out)
-        ranked = pd.DataFrame(
-            [(r, c, round(s, 3)) for r, c, s in rank(options, result.scores)], columns=["rank", "response", "score"]
-        )
-        names = [f"#{i + 1}: {c[:40]}" for i, c in enumerate(options)]
-        return ranked, chart(names, result.follow_ups, result.follow_up_log_likelihoods), result.signature
+        names = candidate_labels(options)  # one label per candidate, the same in the table and the chart
+        ranked = pd.DataFrame([(r, names[options.index(c)], round(s, 3)) for r, c, s in rank(options, result.scores)],
+                              columns=["rank", "candidate", "score"])
+        return ranked, self.chart(names, result.follow_ups, result.follow_up_log_likelihoods), result.signature
 
-    def score_dialog(dialog: str, *options_in: str):
+    def score_dialog(self, dialog: str, *options_in: str):
+        import gradio as gr
+
         try:
-            turns = parse_dialog(dialog, limits)
+            turns = parse_dialog(dialog, self.limits)
         except InputError as error:
             raise gr.Error(str(error)) from None
         if not turns:
             raise gr.Error("the dialog is empty")
-        chosen, options_out = settings(*options_in)
+        chosen, options_out = self.settings(*options_in)
         result = chosen.score([turns], **options_out)
-        return f"{result.scores[0]:.3f}", chart(["dialog"], result.follow_ups, result.follow_up_log_likelihoods), result.signature
+        chart = self.chart(["dialog"], result.follow_ups, result.follow_up_log_likelihoods)
+        return f"{result.scores[0]:.3f}", chart, result.signature
 
-    def read(upload: Any) -> tuple[Path, list[dict[str, Any]]]:
+    def read(self, upload: Any) -> tuple[Path, list[dict[str, Any]]]:
         path = Path(upload if isinstance(upload, str) else upload.name)
         size = path.stat().st_size
-        if size > limits.upload_bytes:  # the server refuses larger uploads first (max_file_size)
-            raise InputError(f"the file has {size} bytes; the limit is {limits.upload_bytes}")
-        return path, read_upload(path.name, path.read_bytes(), limits)
+        if size > self.limits.upload_bytes:  # the server refuses larger uploads first (max_file_size)
+            raise InputError(f"the file has {size} bytes; the limit is {self.limits.upload_bytes}")
+        return path, read_upload(path.name, path.read_bytes(), self.limits)
 
-    def upload_systems(upload: Any):
+    def upload_systems(self, upload: Any):
         """The baseline menu's choices: the systems the uploaded file names."""
+        import gradio as gr
+
         try:
-            names = systems_in(read(upload)[1]) if upload is not None else []
+            names = systems_in(self.read(upload)[1]) if upload is not None else []
         except (InputError, OSError):
             names = []
         return gr.update(choices=names, value=names[0] if names else None)
 
-    def score_file(upload: Any, baseline_name: str | None, *options_in: str, progress=gr.Progress()):
+    def score_file(self, upload: Any, baseline_name: str | None, *options_in: str, progress: Any = None):
+        import gradio as gr
+
         if upload is None:
             raise gr.Error("upload a .jsonl or .csv file first")
         try:
-            path, rows = read(upload)
+            path, rows = self.read(upload)
         except InputError as error:
             raise gr.Error(f"{Path(str(getattr(upload, 'name', upload))).name}: {error}") from None
-        chosen, options_out = settings(*options_in)
-        folder = files.new_folder()
+        chosen, options_out = self.settings(*options_in)
         as_csv = path.suffix.lower() == ".csv"
-        out = folder / f"{path.stem}.scored{'.csv' if as_csv else '.jsonl'}"
-        started = time.monotonic()
+        out = self.files.new_folder() / f"{path.stem}.scored{'.csv' if as_csv else '.jsonl'}"
+        started, limit = time.monotonic(), self.limits.batch_seconds
         done, signatures = 0, []
         progress(0, desc="scoring")
         try:
             for done, signatures in score_in_chunks(chosen, rows, options_out["follow_ups"],
                                                     options_out["aggregation"], options_out["positive_follow_ups"]):
                 progress(done / len(rows), desc=f"{done} of {len(rows)} rows")
-                if done < len(rows) and time.monotonic() - started > limits.batch_seconds:
+                if done < len(rows) and time.monotonic() - started > limit:
                     break
                 if done < len(rows):
-                    yield outputs(rows[:done], baseline_name, out, as_csv, signatures,
-                                  f"scoring: {done} of {len(rows)} rows")
+                    yield self.outputs(rows[:done], baseline_name, out, as_csv, signatures,
+                                       f"scoring: {done} of {len(rows)} rows")
         except GeneratorExit:  # cancelled: the page keeps the rows of the last update
             logger.warning("batch cancelled after %d of %d rows", done, len(rows))
             raise
         status = (f"all {len(rows)} rows scored" if done == len(rows) else
-                  f"stopped at the time limit ({limits.batch_seconds} s): {done} of {len(rows)} rows scored; "
-                  "the download holds them")
-        yield outputs(rows[:done], baseline_name, out, as_csv, signatures, status)
+                  f"stopped at the time limit ({limit} s): {done} of {len(rows)} rows scored; the download holds them")
+        yield self.outputs(rows[:done], baseline_name, out, as_csv, signatures, status)
 
+    @staticmethod
     def outputs(rows: list[dict[str, Any]], baseline_name: str | None, out: Path, as_csv: bool,
                 signatures: list[str], status: str) -> tuple:
+        import pandas as pd
+
         table = pd.DataFrame(
             [{"system": r.get("system", ""), "context": " / ".join(r["context"])[-120:],
               "response": r["response"] or "", "full": round(r["full"], 3)} for r in rows]
@@ -487,72 +484,110 @@ def build_app(scorer: FullScorer, limits: Limits | None = None) -> Any:
         write_scored(rows, out, as_csv)
         return table, pd.DataFrame(summary_rows).round(4), figure, str(out), "\n".join(signatures), status
 
+
+def candidate_labels(candidates: Sequence[str]) -> list[str]:
+    """``#k: text`` by input order: the one name a candidate has in every table and chart of the turn tab."""
+    return [f"#{i + 1}: {c[:40]}" for i, c in enumerate(candidates)]
+
+
+#: Model work of every tab: one model, one request at a time, in one queue.
+MODEL_QUEUE = {"concurrency_id": "model", "concurrency_limit": 1}
+
+
+def _settings_panel(gr: Any, scorer: FullScorer, limits: Limits) -> list[Any]:
+    """The settings accordion; returns its inputs (preset, follow-up set, custom, positive, aggregation)."""
+    with gr.Accordion("Settings", open=False, elem_id="settings"):
+        fitting = list(dict.fromkeys([scorer.preset, *fitting_presets(
+            scorer.loaded.name, scorer.model.config.model_type, scorer.loaded.is_encoder_decoder)]))
+        preset = gr.Dropdown(fitting, value=scorer.preset, label="Preset (settings bundle; those that fit the model)",
+                             elem_id="preset")
+        choice = gr.Dropdown(FOLLOW_UP_CHOICES, value=FROM_PRESET, label="Follow-up set", elem_id="follow-up-set")
+        custom = gr.Textbox(label=f"Custom follow-ups (one per line; at most {limits.follow_ups}, "
+                            f"{limits.follow_up_characters} characters each)", lines=4, value="\n".join(PAPER_FIVE),
+                            elem_id="custom-follow-ups")
+        positive = gr.Textbox(label="Custom positive follow-ups, counted with the opposite sign (optional)", lines=2)
+        aggregation = gr.Dropdown([FROM_PRESET, *AGGREGATIONS], value=FROM_PRESET, label="Aggregation")
+    return [preset, choice, custom, positive, aggregation]
+
+
+def _turn_tab(gr: Any, handlers: _Handlers, options: list[Any], limits: Limits) -> None:
+    with gr.Tab("Score a turn"):
+        dialog = gr.Textbox(label="Dialog so far (one turn per line)", lines=5, elem_id="turn-dialog")
+        candidates = gr.Textbox(label=f"Candidate responses (one per line, at most {limits.candidates})", lines=3,
+                                elem_id="turn-candidates")
+        button = gr.Button("Score", variant="primary", elem_id="turn-score")
+        ranked = gr.Dataframe(label="Ranked candidates", elem_id="turn-ranked")
+        chart = gr.BarPlot(x="candidate", y="log-likelihood", color="follow-up",
+                           label="Log-likelihood of each follow-up (stacked)")
+        gr.Markdown(CHART_NOTE)
+        signature = gr.Textbox(label="Signature", interactive=False)
+        gr.Examples(EXAMPLES, [dialog, candidates], label="Examples: a good and a bad answer")
+        button.click(handlers.score_turn, [dialog, candidates, *options], [ranked, chart, signature],
+                     api_name="score_turn", **MODEL_QUEUE)
+
+
+def _dialog_tab(gr: Any, handlers: _Handlers, options: list[Any]) -> None:
+    with gr.Tab("Score a dialog"):
+        whole = gr.Textbox(label="Whole dialog (one turn per line)", lines=8, elem_id="dialog-text")
+        button = gr.Button("Score", variant="primary", elem_id="dialog-score")
+        score = gr.Textbox(label="Dialog-level FULL", interactive=False, elem_id="dialog-result")
+        chart = gr.BarPlot(x="candidate", y="log-likelihood", color="follow-up",
+                           label="Log-likelihood of each follow-up (stacked)")
+        gr.Markdown(CHART_NOTE)
+        signature = gr.Textbox(label="Signature", interactive=False, elem_id="dialog-signature")
+        button.click(handlers.score_dialog, [whole, *options], [score, chart, signature],
+                     api_name="score_dialog", **MODEL_QUEUE)
+
+
+def _batch_tab(gr: Any, handlers: _Handlers, options: list[Any], limits: Limits) -> None:
+    with gr.Tab("Batch"):
+        gr.Markdown(f"Upload `.jsonl` or `.csv` rows with `context` (list of turns, or one turn per line), "
+                    f"optional `response` (turn level) and `system`. At most {limits.rows:,} rows and "
+                    f"{limits.upload_bytes / 1e6:g} MB; a batch stops after {limits.batch_seconds} s with the "
+                    "rows scored so far.")
+        upload = gr.File(label="Dialogs file", file_types=[".jsonl", ".csv"], elem_id="batch-upload")
+        with gr.Row():
+            button = gr.Button("Score file", variant="primary", elem_id="batch-score")
+            cancel = gr.Button("Cancel", elem_id="batch-cancel")
+        status = gr.Textbox(label="Status", interactive=False, elem_id="batch-status")
+        table = gr.Dataframe(label="Scores (rounded; the download has full precision)", elem_id="batch-table")
+        baseline = gr.Dropdown([], label="Baseline system (the others are tested against it)",
+                               elem_id="batch-baseline", allow_custom_value=True)
+        summary = gr.Dataframe(label="Summary: means with 95% intervals; per system, the paired bootstrap test "
+                               "against the baseline (significant: p < 0.05 after Holm's correction)",
+                               elem_id="batch-summary")
+        means = gr.Plot(label="Mean FULL per system with its 95% interval", elem_id="batch-chart")
+        download = gr.File(label="Scored file", elem_id="batch-download")
+        signature = gr.Textbox(label="Signature", interactive=False)
+        upload.change(handlers.upload_systems, upload, baseline, api_name="upload_systems")
+
+        def score_file(upload: Any, baseline_name: str | None, *options_in: str, progress=gr.Progress()):
+            yield from handlers.score_file(upload, baseline_name, *options_in, progress=progress)
+
+        batch = button.click(score_file, [upload, baseline, *options],
+                             [table, summary, means, download, signature, status], api_name="score_file", **MODEL_QUEUE)
+        cancel.click(None, None, None, cancels=[batch])
+
+
+def build_app(scorer: FullScorer, limits: Limits | None = None) -> Any:
+    """The Gradio Blocks app around one loaded scorer: a settings panel and three tabs. Model work
+    of all tabs shares one queue (one request at a time, ``limits.queue`` waiting at most); the
+    limits are checked before any model work; batches run in chunks with progress, can be
+    cancelled and stop at ``limits.batch_seconds`` with the rows scored so far."""
+    import gradio as gr
+
+    limits = limits or Limits.from_env()
+    handlers = _Handlers(scorer, limits)
     with gr.Blocks(title="FULL: follow-up log-likelihood", delete_cache=(600, 600)) as demo:
         gr.Markdown(
             "# FULL: follow-up log-likelihood\n"
             "A language model reads the dialog and rates how likely complaints such as *Not really relevant "
             f"here.* would follow. **Higher is better.** Model: `{scorer.loaded.name}`."
         )
-        with gr.Accordion("Settings", open=False, elem_id="settings"):
-            fitting = list(dict.fromkeys([scorer.preset, *fitting_presets(
-                scorer.loaded.name, scorer.model.config.model_type, scorer.loaded.is_encoder_decoder)]))
-            preset = gr.Dropdown(fitting, value=scorer.preset, label="Preset (settings bundle; those that fit the model)",
-                                 elem_id="preset")
-            choice = gr.Dropdown(FOLLOW_UP_CHOICES, value=FROM_PRESET, label="Follow-up set", elem_id="follow-up-set")
-            custom = gr.Textbox(label=f"Custom follow-ups (one per line; at most {limits.follow_ups}, "
-                                f"{limits.follow_up_characters} characters each)", lines=4, value="\n".join(PAPER_FIVE),
-                                elem_id="custom-follow-ups")
-            positive = gr.Textbox(label="Custom positive follow-ups, counted with the opposite sign (optional)", lines=2)
-            aggregation = gr.Dropdown([FROM_PRESET, *AGGREGATIONS], value=FROM_PRESET, label="Aggregation")
-        options = [preset, choice, custom, positive, aggregation]
-        model_queue = {"concurrency_id": "model", "concurrency_limit": 1}  # one model, one request at a time
-        with gr.Tab("Score a turn"):
-            dialog = gr.Textbox(label="Dialog so far (one turn per line)", lines=5, elem_id="turn-dialog")
-            candidates = gr.Textbox(label=f"Candidate responses (one per line, at most {limits.candidates})", lines=3,
-                                    elem_id="turn-candidates")
-            turn_button = gr.Button("Score", variant="primary", elem_id="turn-score")
-            ranked = gr.Dataframe(label="Ranked candidates", elem_id="turn-ranked")
-            turn_chart = gr.BarPlot(x="candidate", y="log-likelihood", color="follow-up",
-                                    label="Log-likelihood of each follow-up (stacked)")
-            gr.Markdown(CHART_NOTE)
-            turn_sig = gr.Textbox(label="Signature", interactive=False)
-            gr.Examples(EXAMPLES, [dialog, candidates], label="Examples: a good and a bad answer")
-            turn_button.click(score_turn, [dialog, candidates, *options], [ranked, turn_chart, turn_sig],
-                              api_name="score_turn", **model_queue)
-        with gr.Tab("Score a dialog"):
-            whole = gr.Textbox(label="Whole dialog (one turn per line)", lines=8, elem_id="dialog-text")
-            dialog_button = gr.Button("Score", variant="primary", elem_id="dialog-score")
-            dialog_score = gr.Textbox(label="Dialog-level FULL", interactive=False, elem_id="dialog-result")
-            dialog_chart = gr.BarPlot(x="candidate", y="log-likelihood", color="follow-up",
-                                      label="Log-likelihood of each follow-up (stacked)")
-            gr.Markdown(CHART_NOTE)
-            dialog_sig = gr.Textbox(label="Signature", interactive=False, elem_id="dialog-signature")
-            dialog_button.click(score_dialog, [whole, *options], [dialog_score, dialog_chart, dialog_sig],
-                                api_name="score_dialog", **model_queue)
-        with gr.Tab("Batch"):
-            gr.Markdown(f"Upload `.jsonl` or `.csv` rows with `context` (list of turns, or one turn per line), "
-                        f"optional `response` (turn level) and `system`. At most {limits.rows:,} rows and "
-                        f"{limits.upload_bytes / 1e6:g} MB; a batch stops after {limits.batch_seconds} s with the "
-                        "rows scored so far.")
-            upload = gr.File(label="Dialogs file", file_types=[".jsonl", ".csv"], elem_id="batch-upload")
-            with gr.Row():
-                batch_button = gr.Button("Score file", variant="primary", elem_id="batch-score")
-                cancel_button = gr.Button("Cancel", elem_id="batch-cancel")
-            status = gr.Textbox(label="Status", interactive=False, elem_id="batch-status")
-            table = gr.Dataframe(label="Scores (rounded; the download has full precision)", elem_id="batch-table")
-            baseline = gr.Dropdown([], label="Baseline system (the others are tested against it)",
-                                   elem_id="batch-baseline", allow_custom_value=True)
-            summary = gr.Dataframe(label="Summary: means with 95% intervals; per system, the paired bootstrap test "
-                                   "against the baseline (significant: p < 0.05 after Holm's correction)",
-                                   elem_id="batch-summary")
-            means_chart = gr.Plot(label="Mean FULL per system with its 95% interval", elem_id="batch-chart")
-            download = gr.File(label="Scored file", elem_id="batch-download")
-            batch_sig = gr.Textbox(label="Signature", interactive=False)
-            upload.change(upload_systems, upload, baseline, api_name="upload_systems")
-            batch = batch_button.click(score_file, [upload, baseline, *options],
-                                       [table, summary, means_chart, download, batch_sig, status],
-                                       api_name="score_file", **model_queue)
-            cancel_button.click(None, None, None, cancels=[batch])
+        options = _settings_panel(gr, scorer, limits)
+        _turn_tab(gr, handlers, options, limits)
+        _dialog_tab(gr, handlers, options)
+        _batch_tab(gr, handlers, options, limits)
         gr.Markdown(_card())
     demo.queue(default_concurrency_limit=1, max_size=limits.queue)
     return demo

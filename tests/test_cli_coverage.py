@@ -18,7 +18,7 @@ import pytest
 
 import full_metric.scorer as scorer_module
 from full_metric.cli import _parser, main
-from full_metric.settings import SETTINGS
+from full_metric.settings import LOAD_SETTINGS
 
 from .helpers import run_checked
 
@@ -27,7 +27,7 @@ RATED = ("correlate", "rank-follow-ups", "report", "score-candidates")
 _RATED_OPTIONS = {o: "test_cli_coverage::test_rated_data_options" for o in
                   ("data", "--format", "--context-field", "--response-field", "--score-field", "--skip-invalid", "--seed")}
 #: (subcommand, option) -> "module::test" that passes it; the scorer options (one declaration,
-#: SETTINGS) are covered for every subcommand by test_scorer_options_reach_the_scorer.
+#: LOAD_SETTINGS) are covered for every subcommand by test_scorer_options_reach_the_scorer.
 COVERAGE: dict[str, dict[str, str]] = {
     "score": {
         "input": "test_cli::test_score_turn_level",
@@ -104,7 +104,7 @@ def _subcommands() -> dict[str, argparse.ArgumentParser]:
 
 
 def _own_options(command: argparse.ArgumentParser) -> dict[str, argparse.Action]:
-    shared = {s.flag for s in SETTINGS}
+    shared = {s.flag for s in LOAD_SETTINGS}
     out = {}
     for action in command._actions:
         if isinstance(action, argparse._HelpAction):
@@ -140,7 +140,7 @@ def test_scorer_options_reach_the_scorer(command, monkeypatch, tmp_path):
               "--positive-follow-ups": "positive", "--aggregation": "mean", "--preset": "paper",
               "--rendering": "plain", "--device": "cpu", "--dtype": "bfloat16", "--batch-size": "3",
               "--max-batch-tokens": "99", "--context-budget": "77", "--max-turns": "5"}
-    assert set(values) | {"--no-progress"} == {s.flag for s in SETTINGS}
+    assert set(values) | {"--no-progress"} == {s.flag for s in LOAD_SETTINGS}
     seen = {}
 
     class Captured(Exception):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import os
-import signal
+import re
 import socket
 import subprocess
 import sys
@@ -169,8 +169,25 @@ def _kill_partway(command: list[str], parts: Path, lines: int) -> None:
                 pytest.fail("the run wrote nothing in time")
             time.sleep(0.05)
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
+        _kill_tree(proc)
+
+
+def _kill_tree(proc: subprocess.Popen) -> None:
+    """SIGKILL a process and every process it started (torchrun's workers run in sessions of their
+    own, out of its process group), and wait until they are gone."""
+    import psutil
+
+    try:
+        family = [*psutil.Process(proc.pid).children(recursive=True), psutil.Process(proc.pid)]
+    except psutil.NoSuchProcess:
+        family = []
+    for member in family:
+        try:
+            member.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(family, timeout=30)
+    proc.wait(timeout=30)
 
 
 @pytest.mark.parametrize("launcher", ["python", "torchrun"])
@@ -182,7 +199,11 @@ def test_killed_then_resumed_equals_an_uninterrupted_run(launcher, tiny_blenderb
     args = ["score", str(src), "--chunk-size", "8", *_options(tiny_blenderbot_path)]
     _kill_partway([*start, *args, "-o", str(resumed)], tmp_path / "resumed.jsonl.parts", 40)
     assert not resumed.exists()
-    _run([*start, *args, "-o", str(resumed), "--resume"])
+    done = _run([*start, *args, "-o", str(resumed), "--resume"])
+    if launcher == "torchrun":  # every worker was killed: each rank scores rows on resume
+        counts = {int(m[0]): int(m[1]) for m in re.findall(r"rank (\d) of 2: scored (\d+) rows", done.stderr)}
+        assert sorted(counts) == [0, 1] and all(n > 0 for n in counts.values()), done.stderr
+    assert "scored 400 dialogs: mean FULL" in done.stderr  # a resume, not the "already complete" path
     got = _read(resumed)
     assert [g["id"] for g in got] == list(range(400))  # nothing lost, nothing twice, input order
     # equal to an uninterrupted run (the scorer's own scores of every row, in one pass)
@@ -241,9 +262,8 @@ def test_two_gloo_processes_equal_one(launcher, tiny_blenderbot_path, tmp_path):
 
 _LOOP = """
 import json, sys
-import torch.distributed as dist
 from full_metric import FullScorer
-from full_metric.distributed import gather_results, merge_results, setup
+from full_metric.distributed import gather_results, merge_results, setup, teardown
 
 rank = setup()
 contexts, responses = json.loads(sys.argv[2]), json.loads(sys.argv[3])
@@ -259,7 +279,7 @@ with_accelerate = accelerator.gather_for_metrics(torch.tensor(result.scores, dty
 with open(f"{sys.argv[4]}/rank-{rank.rank}.json", "w") as out:  # a file per rank: their stdouts interleave
     json.dump({"rank": rank.rank, "scores": gathered.scores, "accelerate": with_accelerate,
                "device": str(scorer.model.device)}, out)
-dist.destroy_process_group()
+teardown()  # a barrier, then the group destroyed: a rank leaving mid-collective aborted gloo once
 """
 
 
@@ -286,3 +306,26 @@ def test_merge_results_refuses_other_settings(scorer):
     assert merge_results([a, a]).scores == a.scores * 2
     with pytest.raises(ValueError, match="different settings"):
         merge_results([a, b])
+
+
+def test_the_output_may_not_be_the_input(tmp_path, capsys):
+    """Before, ``score in.jsonl -o in.jsonl`` replaced the input with its scores."""
+    src = _write_jsonl(tmp_path / "in.jsonl", _rows(3))
+    before = src.read_bytes()
+    assert main(["score", str(src), "-o", str(src), "--model", "never/loaded"]) == 2
+    assert "the output is the input file" in capsys.readouterr().err
+    assert src.read_bytes() == before
+    assert main(["compare", str(src), "--json", str(src), "--model", "never/loaded"]) == 2
+    assert src.read_bytes() == before
+
+
+def test_one_reader_one_check_one_writer():
+    """The corpus, the command line and the app read rows, check them and write scored records
+    through the one file layer (before: two readers, three checks, three writers)."""
+    package = REPO / "full_metric"
+    for face, uses in {"corpus.py": ("read_rows(", "check_row(", "scored_records("),
+                       "webapp.py": ("table_rows(", "check_row(", "scored_records("),
+                       "cli.py": ("read_dialog_lines(", "scored_records(")}.items():
+        text = (package / face).read_text(encoding="utf-8")
+        assert all(u in text for u in uses), face
+        assert "json.loads(line)" not in text and "csv.DictReader" not in text, face
