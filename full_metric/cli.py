@@ -128,6 +128,32 @@ def _parser() -> argparse.ArgumentParser:
     systems.add_argument("--seed", type=int, default=12345)
     systems.add_argument("-o", "--output", required=True, help="the folder for report.md and results.json")
     _scorer_options(systems)
+    agree = commands.add_parser("agreement", help="agreement with people (pooled, within context, over systems) and "
+                                "how often a generic reply beats a person's answer, per preset")
+    agree.add_argument("data", nargs="+", help="rated sets: FED JSON, USR JSON Lines")
+    agree.add_argument("--presets", nargs="+", help="presets to run (default: every preset that fits the model)")
+    agree.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% intervals")
+    agree.add_argument("--seed", type=int, default=0)
+    agree.add_argument("-o", "--output", required=True, help="the folder for report.md and results.json")
+    _scorer_options(agree)
+    adapt = commands.add_parser("adapt", help="adapt the judge: continue training FULL's model on unlabeled dialogs")
+    adapt.add_argument("dialogs", nargs="+", help="JSON Lines / CSV / Parquet files of dialogs (context plus "
+                       "response), hf:NAME for a Hub dataset, or 'chitchat' (the chitchat-dataset package)")
+    adapt.add_argument("-o", "--output", required=True, help="the folder of the adapted judge (must not exist)")
+    adapt.add_argument("--model", help="the judge to adapt: a Hub id, a local folder or a GGUF file (default: the preset's)")
+    adapt.add_argument("--gguf-file", help="a GGUF file in the model's folder or repository (dequantized)")
+    adapt.add_argument("--preset", help="the preset whose rendering the judge learns (default: paper)")
+    adapt.add_argument("--rendering", help="the rendering to learn (default: the preset's, else the model family's)")
+    adapt.add_argument("--method", choices=("lora", "full"), default="lora", help="LoRA through peft (default) or "
+                       "full fine-tuning")
+    adapt.add_argument("--max-tokens", type=int, default=250_000, help="the training token budget (default 250000)")
+    adapt.add_argument("--held-out", type=float, default=0.05, help="the fraction of dialogs held out (at most 200)")
+    adapt.add_argument("--batch-size", type=int, default=8)
+    adapt.add_argument("--learning-rate", type=float, help="default 2e-4 for LoRA, 2e-5 for full fine-tuning")
+    adapt.add_argument("--lora-rank", type=int, default=16)
+    adapt.add_argument("--seed", type=int, default=0)
+    adapt.add_argument("--device", help="cpu, cuda... (default: cuda where there is one, else cpu)")
+    adapt.add_argument("--no-progress", dest="progress", action="store_false", help="do not show a progress bar")
     study = commands.add_parser("study", help="compare FULL configurations on log-likelihood tables, leave one set out")
     study.add_argument("tables", nargs="+", help="tables written by score-candidates (every variant on every set)")
     study.add_argument("-o", "--output", required=True, help="the folder for report.md and results.json")
@@ -425,7 +451,53 @@ def _study(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"score": _score, "compare": _compare, "systems": _systems, "score-candidates": _score_candidates, "study": _study, "correlate": _correlate, "rank-follow-ups": _rank, "report": _report}
+def _agreement(args: argparse.Namespace) -> int:
+    from .presets import fitting_presets
+    from .research.agreement import GENERIC_REPLIES, agreement, markdown
+    from .scorer import FullScorer
+
+    first = _make_scorer(args)
+    loaded = first.loaded
+    presets = args.presets or fitting_presets(loaded.name, loaded.model.config.model_type, loaded.is_encoder_decoder)
+    options = {"batch_size": args.batch_size, "max_batch_tokens": args.max_batch_tokens,
+               "context_budget": args.context_budget, "progress": args.progress}
+    rows, signatures = [], {}
+    for preset in presets:
+        scorer = first if preset == first.preset else FullScorer(loaded, preset=preset, **options)
+        signatures[preset] = scorer.signature()
+        for path in args.data:
+            rows += [{"preset": preset, **row} for row in agreement(scorer, path, bootstrap=args.bootstrap, seed=args.seed)]
+    folder = Path(args.output)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "results.json").write_text(json.dumps({"command": _command_line(args), "signatures": signatures,
+                                                     "rows": rows}, indent=2), encoding="utf-8")
+    text = (f"# Agreement with people, and the generic-reply rate\n\nMade by `{_command_line(args)}`.\n\n"
+            f"Model `{loaded.name}`; 95% percentile bootstrap intervals ({args.bootstrap} resamples, seed {args.seed}). "
+            f"Generic replies: {', '.join(repr(r) for r in GENERIC_REPLIES)}; the rate is the share of (context, "
+            "generic reply) pairs where the reply outscores the human-written answer.\n\n"
+            + markdown(rows, "preset") + "\n\nSignatures:\n\n"
+            + "".join(f"- {p}: `{s}`\n" for p, s in signatures.items()))
+    (folder / "report.md").write_text(text, encoding="utf-8")
+    print(markdown(rows, "preset"))
+    return 0
+
+
+def _adapt(args: argparse.Namespace) -> int:
+    from .research.adapt import AdaptError, adapt
+
+    try:
+        done = adapt(args.model, args.dialogs, args.output, gguf_file=args.gguf_file, preset=args.preset,
+                     rendering=args.rendering, method=args.method, max_tokens=args.max_tokens, held_out=args.held_out,
+                     batch_size=args.batch_size, learning_rate=args.learning_rate, lora_rank=args.lora_rank,
+                     seed=args.seed, device=args.device, progress=args.progress)
+    except AdaptError as error:
+        raise DialogFileError(str(error)) from None
+    print(f"adapted {done.base_model} on {done.training_tokens} tokens in {done.seconds:.0f} s: held-out loss "
+          f"{done.held_out_loss_before:.4f} -> {done.held_out_loss_after:.4f}; wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+COMMANDS = {"agreement": _agreement, "adapt": _adapt, "score": _score, "compare": _compare, "systems": _systems, "score-candidates": _score_candidates, "study": _study, "correlate": _correlate, "rank-follow-ups": _rank, "report": _report}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

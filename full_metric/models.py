@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import hashlib
+import json
 import logging
 import os
 import threading
@@ -161,14 +162,26 @@ def is_local(source: str, gguf_file: str | None = None) -> bool:
     return Path(source).exists() or (gguf_file is not None and Path(gguf_file).is_file())
 
 
+#: What an adapted judge's folder records of its adaptation (``full_metric.research.adapt``).
+ADAPTATION_FILE = "adaptation.json"
+
+
 def _revision(source: str, gguf_file: str | None, config: Any) -> str:
     """What identifies the weights that were loaded: a local model's content digest (its weight
-    files), a Hub model's resolved commit (whatever branch or tag was asked for)."""
+    files; an adapted judge's also names its adaptation's digest), a Hub model's resolved commit
+    (whatever branch or tag was asked for)."""
     if Path(source).exists():
         if gguf_file is not None:
             return _file_digest([Path(source) / gguf_file])
         weights = [p for p in Path(source).glob("*") if p.suffix in (".safetensors", ".bin", ".pt", ".gguf")]
-        return _file_digest(weights) if weights else "unknown"
+        digest = _file_digest(weights) if weights else "unknown"
+        record = Path(source) / ADAPTATION_FILE
+        if record.is_file():
+            try:
+                digest += "+adapted:" + str(json.loads(record.read_text(encoding="utf-8"))["digest"])
+            except (ValueError, KeyError) as error:
+                raise ValueError(f"{record}: not an adaptation record ({error})") from None
+        return digest
     commit = getattr(config, "_commit_hash", None)
     if commit:
         return str(commit)

@@ -144,10 +144,10 @@ def read_upload(name: str, data: bytes, limits: Limits = LIMITS) -> list[dict[st
         raise InputError("the file holds no rows")
     if len(rows) > limits.rows:
         raise InputError(f"the file has {len(rows)} rows; the limit is {limits.rows}")
-    return [_check_row(line, row, limits, suffix == ".csv") for line, row in rows]
+    return [_row_within_limits(line, row, limits, suffix == ".csv") for line, row in rows]
 
 
-def _check_row(line: int, row: dict[str, Any], limits: Limits, csv_file: bool) -> dict[str, Any]:
+def _row_within_limits(line: int, row: dict[str, Any], limits: Limits, csv_file: bool) -> dict[str, Any]:
     """The one row check (:func:`full_metric.dialog_files.check_row`), then the app's limits."""
     context, response = check_row(row, f"line {line}", InputError, csv_row=csv_file)
     if len(context) > limits.turns:

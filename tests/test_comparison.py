@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from full_metric import FullScorer
+from full_metric import PRESETS, FullScorer
 from full_metric import metric as metric_module
 from full_metric.cli import main
 from full_metric.comparison import PairingError, compare_systems, holm, pair_items
@@ -240,7 +240,7 @@ def test_comparison_module_docstring_example_runs(tiny_blenderbot_path, monkeypa
     from full_metric import comparison_metric
 
     monkeypatch.chdir(REPO)
-    monkeypatch.setattr(metric_module, "DEFAULT_MODEL", str(tiny_blenderbot_path))
+    monkeypatch.setitem(PRESETS["paper"], "model", str(tiny_blenderbot_path))  # the default model, for the doctest
     test = doctest.DocTestParser().get_doctest(comparison_metric._KWARGS_DESCRIPTION, {}, "doc", None, 0)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     runner.run(test)

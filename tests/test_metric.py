@@ -12,7 +12,7 @@ import evaluate
 import pytest
 
 import full_metric
-from full_metric import FullScorer
+from full_metric import PRESETS, FullScorer
 from full_metric import metric as metric_module
 
 from .helpers import run_together
@@ -227,7 +227,7 @@ def test_two_processes_equal_one(tiny_blenderbot_path, expected, tmp_path):
 
 def test_docstring_examples_run(checkout_named_full, tiny_blenderbot_path, monkeypatch):
     monkeypatch.chdir(checkout_named_full)
-    monkeypatch.setattr(metric_module, "DEFAULT_MODEL", str(tiny_blenderbot_path))
+    monkeypatch.setitem(PRESETS["paper"], "model", str(tiny_blenderbot_path))  # the default model, for the doctest
     parser = doctest.DocTestParser()
     test = parser.get_doctest(metric_module._KWARGS_DESCRIPTION, {}, "_KWARGS_DESCRIPTION", None, 0)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)

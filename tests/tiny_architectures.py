@@ -114,17 +114,17 @@ def build(name: str, seed: int = 0) -> Any:
 BUILDERS: dict[str, Callable[[], Any]] = {name: (lambda n=name: build(n)) for name in SPECS}
 
 
-def paths_table() -> str:
-    """A Markdown table: each architecture, its model type, the candidate paths and why."""
+def engines_table() -> str:
+    """A Markdown table: each architecture, its model type, the candidate engines and why."""
     from full_metric.engines import candidates
 
-    rows = ["| architecture | model type | paths, fastest first | why |", "|---|---|---|---|"]
+    rows = ["| architecture | model type | engines, fastest first | why |", "|---|---|---|---|"]
     for name in SPECS:
         model = build(name)
-        paths, reason = candidates(model)
-        rows.append(f"| {name} | `{model.config.model_type}` | {' > '.join(paths)} | {reason} |")
+        engines, reason = candidates(model)
+        rows.append(f"| {name} | `{model.config.model_type}` | {' > '.join(engines)} | {reason} |")
     return "\n".join(rows)
 
 
 if __name__ == "__main__":  # python -m tests.tiny_architectures
-    print(paths_table())
+    print(engines_table())

@@ -1,0 +1,127 @@
+"""How far FULL agrees with people, and how often it prefers a generic reply to a person's answer.
+
+For one scorer and the rated sets (FED JSON, USR JSON Lines): Spearman with the human ratings
+pooled over items (FED: turn and dialog level, Overall), within each context (USR: the systems'
+answers to one context ranked against each other, averaged over contexts), and over systems (the
+systems' means); and the *generic-reply rate*: over the contexts that have a human-written answer,
+how often a generic reply ("Yes.", "I don't know."...) scores higher than that answer. Every figure
+has a 95% percentile bootstrap interval (resampling items, or contexts for the within-context and
+generic-reply figures, seeded).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..scorer import FullScorer
+from .correlation import correlate
+from .human_eval import score_items
+from .rated_files import RatedData, RatedItem, read_rated
+from .systems import system_agreement
+
+#: Replies that fit any context and say nothing.
+GENERIC_REPLIES = ("Yes.", "I don't know.", "That's cool.", "Haha, ok.", "Sure.")
+#: The ``system`` names of human-written answers in the rated sets.
+HUMAN_SYSTEMS = ("Human", "New Human Generated", "Original Ground Truth")
+
+
+def _interval(values: np.ndarray, bootstrap: int, seed: int) -> tuple[float, float]:
+    """The mean's 95% percentile bootstrap interval."""
+    rng = np.random.default_rng(seed)
+    means = values[rng.integers(0, len(values), size=(bootstrap, len(values)))].mean(axis=1)
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def within_context(items: Sequence[RatedItem], scores: Sequence[float], aspect: str, *, bootstrap: int = 1000,
+                   seed: int = 0) -> dict[str, Any]:
+    """The mean over contexts of Spearman between FULL and people among the answers to one context
+    (contexts with at least 3 rated answers whose ratings and scores are not all equal)."""
+    from scipy.stats import spearmanr
+
+    groups: dict[tuple[str, ...], list[tuple[float, float]]] = {}
+    for item, score in zip(items, scores):
+        if aspect in item.ratings:
+            groups.setdefault(tuple(item.context), []).append((score, item.ratings[aspect]))
+    rhos = []
+    for pairs in groups.values():
+        x, y = zip(*pairs)
+        if len(pairs) >= 3 and len(set(x)) > 1 and len(set(y)) > 1:
+            rhos.append(float(spearmanr(x, y).statistic))
+    values = np.asarray(rhos)
+    low, high = _interval(values, bootstrap, seed) if len(values) else (float("nan"), float("nan"))
+    return {"value": float(values.mean()) if len(values) else float("nan"), "ci_low": low, "ci_high": high,
+            "n": len(values)}
+
+
+def generic_reply_rate(
+    scorer: FullScorer, items: Sequence[RatedItem], replies: Sequence[str] = GENERIC_REPLIES, *,
+    bootstrap: int = 1000, seed: int = 0,
+) -> dict[str, Any]:
+    """How often each generic reply outscores the human-written answer of the same context (turn
+    level, contexts answered by one of :data:`HUMAN_SYSTEMS`; ties count as not outscoring)."""
+    human = [i for i in items if i.response is not None and i.system in HUMAN_SYSTEMS]
+    if not human:
+        raise ValueError(f"no human-written answer (system one of {HUMAN_SYSTEMS}) to compare with")
+    contexts = [i.context for i in human]
+    own = np.asarray(scorer.score(contexts, [i.response for i in human]).scores)
+    wins = np.stack([np.asarray(scorer.score(contexts, [r] * len(contexts)).scores) > own for r in replies], axis=1)
+    per_context = wins.mean(axis=1)
+    low, high = _interval(per_context, bootstrap, seed)
+    return {"rate": float(per_context.mean()), "ci_low": low, "ci_high": high, "contexts": len(human),
+            "per_reply": {r: float(wins[:, k].mean()) for k, r in enumerate(replies)}}
+
+
+def agreement(scorer: FullScorer, path: str | Path, *, bootstrap: int = 1000, seed: int = 0) -> list[dict[str, Any]]:
+    """The rows of one rated set for one scorer: one per (level, measure)."""
+    fed = Path(path).suffix.lower() == ".json"
+    data: RatedData = read_rated(path, score_field="human")
+    aspect = "Overall" if fed else "human"
+    name = Path(path).stem
+    rows: list[dict[str, Any]] = []
+    for level in ("turn", "dialog"):
+        items = [i for i in data.level(level) if aspect in i.ratings]
+        if not items:
+            continue
+        scores = score_items(scorer, items).scores
+        pooled = correlate(scores, [i.ratings[aspect] for i in items], methods=("spearman",), bootstrap=bootstrap,
+                           seed=seed)["spearman"]
+        rows.append({"data_set": name, "level": level, "measure": "Spearman, pooled", "value": pooled.value,
+                     "ci_low": pooled.ci_low, "ci_high": pooled.ci_high, "n": pooled.n})
+        if level == "turn" and not fed:
+            rows.append({"data_set": name, "level": level, "measure": "Spearman, within context",
+                         **within_context(items, scores, aspect, bootstrap=bootstrap, seed=seed)})
+        systems = [i for i in items if i.system is not None]
+        if len({i.system for i in systems}) >= 3:
+            kept = [s for i, s in zip(items, scores) if i.system is not None]
+            row = system_agreement(systems, kept, aspect, resamples=bootstrap, seed=seed)
+            rows.append({"data_set": name, "level": level, "measure": "Spearman, over systems",
+                         "value": row["spearman"], "ci_low": float("nan"), "ci_high": float("nan"),
+                         "n": len(row["systems"])})
+        if level == "turn":
+            rate = generic_reply_rate(scorer, items, bootstrap=bootstrap, seed=seed)
+            rows.append({"data_set": name, "level": level, "measure": "generic reply beats the human answer",
+                         "value": rate["rate"], "ci_low": rate["ci_low"], "ci_high": rate["ci_high"],
+                         "n": rate["contexts"], "per_reply": rate["per_reply"]})
+    return rows
+
+
+def markdown(rows: Sequence[dict[str, Any]], label: str = "judge") -> str:
+    """The rows as a Markdown table (one column per ``label`` value)."""
+    judges = list(dict.fromkeys(r[label] for r in rows))
+    keys = list(dict.fromkeys((r["data_set"], r["level"], r["measure"]) for r in rows))
+    lines = [f"| data set | level | measure | {' | '.join(judges)} |", "|---|---|---|" + "---|" * len(judges)]
+    for key in keys:
+        cells = []
+        for judge in judges:
+            row = next((r for r in rows if (r["data_set"], r["level"], r["measure"]) == key and r[label] == judge), None)
+            if row is None:
+                cells.append("")
+            elif np.isnan(row["ci_low"]):
+                cells.append(f"{row['value']:.2f} (n={row['n']})")
+            else:
+                cells.append(f"{row['value']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}]")
+        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {' | '.join(cells)} |")
+    return "\n".join(lines)
