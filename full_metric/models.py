@@ -274,6 +274,8 @@ def _load_pretrained(
 ) -> LoadedModel:
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
+    if gguf_file is None and source.lower().endswith(".gguf") and Path(source).is_file():
+        gguf_file = source  # the model named by its GGUF file
     if gguf_file is not None and Path(gguf_file).is_file():
         source, gguf_file = str(Path(gguf_file).resolve().parent), Path(gguf_file).name
     kwargs: dict[str, Any] = {"revision": revision} if revision else {}

