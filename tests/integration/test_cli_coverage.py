@@ -20,9 +20,9 @@ import full_metric.scorer as scorer_module
 from full_metric.cli import _parser, main
 from full_metric.settings import LOAD_SETTINGS
 
-from .helpers import run_checked
+from ..helpers import run_checked
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 RATED = ("correlate", "rank-follow-ups", "report", "score-candidates")
 _RATED_OPTIONS = {o: "test_cli_coverage::test_rated_data_options" for o in
                   ("data", "--format", "--context-field", "--response-field", "--score-field", "--skip-invalid", "--seed")}
@@ -98,6 +98,12 @@ COVERAGE: dict[str, dict[str, str]] = {
 }
 
 
+def _test_module(name: str):
+    """A test module by its file's name, in tests/unit or tests/integration."""
+    folder = "unit" if (REPO / "tests" / "unit" / f"{name}.py").is_file() else "integration"
+    return importlib.import_module(f"tests.{folder}.{name}")
+
+
 def _subcommands() -> dict[str, argparse.ArgumentParser]:
     action = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
     return dict(action.choices)
@@ -122,7 +128,7 @@ def test_the_table_covers_every_option_and_names_tests_that_use_them():
         assert set(COVERAGE[name]) == set(_own_options(command)), name
         for option, where in COVERAGE[name].items():
             module_name, test_name = where.split("::")
-            test = getattr(importlib.import_module(f"tests.{module_name}"), test_name)
+            test = getattr(_test_module(module_name), test_name)
             source = inspect.getsource(test)
             action = _own_options(command)[option]
             spelled = [s for s in action.option_strings if s in source] or (

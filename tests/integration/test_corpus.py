@@ -20,9 +20,9 @@ from full_metric import FullScorer
 from full_metric.cli import main
 from full_metric.distributed import balanced_shares, merge_results
 
-from .helpers import run_checked
+from ..helpers import run_checked
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 TIMEOUT = 300
 #: torchrun on this machine, 2 processes, a free port of its own (``--standalone``)
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]

@@ -12,9 +12,9 @@ from full_metric import PAPER_FIVE, FullScorer
 from full_metric.cli import main
 from full_metric.follow_ups import NAMED_SETS
 
-from .helpers import run_checked
+from ..helpers import run_checked
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_score_turn_level(tiny_blenderbot_path, tmp_path, capsys):

@@ -15,9 +15,9 @@ import full_metric
 from full_metric import PRESETS, FullScorer
 from full_metric import metric as metric_module
 
-from .helpers import run_together
+from ..helpers import run_together
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CONTEXTS = [["Hi!", "How was your weekend?"], ["I just adopted a puppy!"], []]
 RESPONSES = ["It was great, I went hiking.", "My car needs new tires.", "Hello there."]
 

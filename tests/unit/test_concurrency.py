@@ -14,7 +14,7 @@ from full_metric import NAMED_SETS, FullScorer
 from full_metric.engines import ENGINES
 from full_metric.loglik import is_out_of_memory
 from full_metric.models import load_model
-from tests.test_engines import _dialogs
+from tests.unit.test_engines import _dialogs
 
 
 def _jobs(n: int) -> list[tuple[list[list[str]], list[str], list[str]]]:

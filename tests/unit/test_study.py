@@ -161,7 +161,7 @@ def test_presets_are_the_study_choice():
 
     from full_metric.study_presets import STUDY_PRESETS
 
-    results = json.loads((Path(__file__).parent.parent / "reports" / "study" / "results.json").read_text())
+    results = json.loads((Path(__file__).resolve().parents[2] / "reports" / "study" / "results.json").read_text())
     finals = {p["family"]: p["final"] for p in results["protocols"]}
     assert STUDY_PRESETS, "no study preset is shipped"
     for name, preset in STUDY_PRESETS.items():
@@ -181,7 +181,7 @@ def test_presets_module_is_generated_from_the_results():
     import importlib.util
     from pathlib import Path
 
-    root = Path(__file__).parent.parent
+    root = Path(__file__).resolve().parents[2]
     spec = importlib.util.spec_from_file_location("make_presets", root / "reports" / "study" / "make_presets.py")
     make_presets = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(make_presets)

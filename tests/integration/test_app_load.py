@@ -15,9 +15,9 @@ import pytest
 from full_metric import FullScorer
 from full_metric.webapp import CUSTOM, TemporaryFiles
 
-from .app_server import running_app
+from ..app_server import running_app
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 pytest.importorskip("gradio_client")
 from gradio_client import Client, handle_file  # noqa: E402
 

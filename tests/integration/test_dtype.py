@@ -12,7 +12,7 @@ import torch
 
 import full_metric.models as models
 from full_metric import FullScorer
-from tests.test_engines import _dialogs
+from tests.unit.test_engines import _dialogs
 from tests.tiny_architectures import build
 
 #: The largest per-follow-up difference bfloat16 may make on the tiny test models (nats); the

@@ -15,7 +15,7 @@ import pytest
 from full_metric import FullScorer
 from full_metric.settings import CALL_OPTIONS, LOAD_SETTINGS, SETTINGS, markdown_table
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LOAD = [s.name for s in LOAD_SETTINGS]
 CALL = [s.name for s in CALL_OPTIONS]
 

@@ -8,7 +8,7 @@ import pytest
 
 from full_metric import REFERENCE_PACKAGE_DEFAULT, FullScorer
 
-from .conftest import FIXTURES
+from ..conftest import FIXTURES
 
 CASES = json.loads((FIXTURES / "reference_full_0.0.3.1.json").read_text())
 GROUPS = [(s, lvl) for s in ("package_default_follow_ups", "paper_five_follow_ups") for lvl in ("turn", "dialog")]

@@ -9,7 +9,7 @@ import pytest
 
 from full_metric import FullScorer
 
-PAIRS = json.loads((Path(__file__).parent / "data" / "response_pairs.json").read_text())
+PAIRS = json.loads((Path(__file__).resolve().parents[1] / "data" / "response_pairs.json").read_text())
 
 
 @pytest.fixture(scope="module")

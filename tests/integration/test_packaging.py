@@ -16,7 +16,7 @@ import pytest
 
 from full_metric import FullScorer, __version__
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 from make_space import make_space  # noqa: E402
 

@@ -17,9 +17,9 @@ import torch
 from full_metric import FullScorer
 from full_metric.training import FullCallback, full_compute_metrics, full_reward, generate_responses, group_z
 
-from .helpers import run_checked
+from ..helpers import run_checked
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CONTEXTS = [["Hi! How was your weekend?"], ["I just adopted a puppy!", "Oh wow! What breed?"], ["Do you cook?"]]
 
 

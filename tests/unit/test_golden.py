@@ -14,7 +14,7 @@ import pytest
 from full_metric import FullScorer
 from full_metric.aggregate import aggregate
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]
 GOLDEN = json.loads((HERE / "golden" / "golden.json").read_text())
 CONTEXTS = [d["context"] for d in GOLDEN["dialogs"]]
 RESPONSES = [d["response"] for d in GOLDEN["dialogs"]]

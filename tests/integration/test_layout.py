@@ -7,9 +7,9 @@ import ast
 import sys
 from pathlib import Path
 
-from .helpers import run_checked
+from ..helpers import run_checked
 
-PACKAGE = Path(__file__).resolve().parent.parent / "full_metric"
+PACKAGE = Path(__file__).resolve().parents[2] / "full_metric"
 #: the thin layers over the core: evaluate (metric, comparison_metric), the command line and its
 #: file formats (cli, corpus), the app (webapp)
 FACES = {"metric", "comparison_metric", "cli", "corpus", "webapp", "__main__"}

@@ -17,7 +17,7 @@ from full_metric.fine_grained import CATEGORY_GROUPS, category_scores
 from full_metric.research.human_eval import LEVELS, rank_follow_ups, score_items, split_holdout
 from full_metric.research.rated_files import RatedFileError, read_fed, read_table
 
-from .helpers import assert_drawn_png
+from ..helpers import assert_drawn_png
 
 X = [0.1, 0.4, 0.35, 0.8, 0.7, 0.2, 0.95, 0.5]
 Y = [1.0, 2.0, 2.5, 4.0, 3.0, 1.5, 5.0, 2.0]

