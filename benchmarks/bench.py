@@ -46,10 +46,13 @@ TINY_TOKENIZER = REPO / "tests" / "fixtures" / "tiny-blenderbot"
 
 
 # -- inputs ----------------------------------------------------------------------------------
-def read_fed(path: str, limit: int | None) -> list[tuple[list[str], str | None]]:
-    """FED items as (context turns, response or None), in file order."""
+def read_fed(path: str, limit: int | None, level: str = "all") -> list[tuple[list[str], str | None]]:
+    """FED items as (context turns, response or None), in file order (``level``: ``turn`` keeps the
+    turn-level items only)."""
     items = []
     for item in json.loads(Path(path).read_text(encoding="utf-8")):
+        if level == "turn" and "response" not in item:
+            continue
         context = [strip_speaker(t) for t in split_turns(item["context"])]
         response = strip_speaker(item["response"]) if "response" in item else None
         items.append((context, response))
@@ -185,7 +188,7 @@ def floor_flops(model: Any, context_lengths: list[int], target_lengths: list[int
 def prepare(args: argparse.Namespace) -> tuple[FullScorer, list[tuple[list[str], str | None]], list[Any], list[Any]]:
     """The scorer, the FED items, and the encoded contexts and follow-up targets shared by all rows."""
     scorer = make_scorer(args.model, args.device, args.dtype, args.batch_size)
-    items = read_fed(args.data, args.limit)
+    items = read_fed(args.data, args.limit, args.level)
     targets = [scorer.renderer.target_ids(f) for f in scorer.follow_ups]
     limit = scorer._context_limit(targets)
     capped = [c[-scorer.max_turns :] + ([r] if r is not None else []) for c, r in items]
@@ -198,7 +201,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(args.threads)
     before = PeakRSS.current()
     dtype = "float32" if args.method == "reference" else args.dtype
+    start = time.perf_counter()
     scorer, items, contexts, targets = prepare(argparse.Namespace(**{**vars(args), "dtype": dtype}))
+    load_seconds = time.perf_counter() - start  # loading (or building) the model, its self-check, encoding
     loaded = PeakRSS.current()
     device = scorer.model.device
     with PeakRSS() as mem:
@@ -219,7 +224,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         seconds = time.perf_counter() - start
     weights = sum(p.numel() * p.element_size() for p in scorer.model.parameters())
     return {
-        "seconds": seconds, "items": len(values), "peak": mem.peak, "before": before, "loaded": loaded,
+        "seconds": seconds, "load_seconds": load_seconds, "items": len(values), "peak": mem.peak, "before": before, "loaded": loaded,
         "weights": weights, "values": values, "dtype": str(scorer.loaded.dtype), "batch_size": scorer.batch_size,
         "model_type": scorer.model.config.model_type, "device": str(device),
         "engine": scorer.engine if args.engine == "auto" else args.engine,
@@ -230,7 +235,7 @@ def _child(args: argparse.Namespace, method: str, dtype: str | None = None) -> d
     argv = [sys.executable, __file__, "--method", method, "--data", args.data, "--model", args.model,
             "--threads", str(args.threads)]
     options = {**vars(args), "dtype": dtype or args.dtype}
-    for flag in ("limit", "reference_limit", "batch_size", "device", "dtype", "engine"):
+    for flag in ("limit", "reference_limit", "batch_size", "device", "dtype", "engine", "level"):
         if options.get(flag) is not None:
             argv += [f"--{flag.replace('_', '-')}", str(options[flag])]
     done = subprocess.run(argv, check=True, stdout=subprocess.PIPE, text=True)
@@ -275,21 +280,24 @@ def run(args: argparse.Namespace) -> None:
     if half:
         print("floor reached: against the floor of the row's own dtype; vs reference: the reference runs in float32")
     print()
-    print("| method | dialogs/s | tokens/s | peak RSS MiB | memory / weights | vs reference | floor reached |")
-    print("|---|---|---|---|---|---|---|")
+    print("| method | dialogs/s | s per 1,000 dialogs | tokens/s | peak RSS MiB | memory / weights | vs reference | floor reached |")
+    print("|---|---|---|---|---|---|---|---|")
     rows = [(f"full-metric{'' if not half else ' float32'}", ours["float32"], "float32")]
     rows += [(f"full-metric {half}", ours[half], half)] if half else []
     rows += [("reference", ref, "float32")]
     for name, row, dtype in rows:
         seconds = ref_s if row is ref else row["seconds"]
         own = row["weights"]
-        print(f"| {name} | {n / seconds:.2f} | {n_tokens / seconds:.0f} | {row['peak'] / 2**20:.0f} | "
+        print(f"| {name} | {n / seconds:.2f} | {1000 * seconds / n:.0f} | {n_tokens / seconds:.0f} | {row['peak'] / 2**20:.0f} | "
               f"{(own + row['peak'] - row['loaded']) / own:.2f} | {ref_s / seconds:.1f}x | {floor_s[dtype] / seconds:.0%} |")
     for name in dtypes:
         label = "floor" if not half else f"floor {name}"
-        print(f"| {label} | {n / floor_s[name]:.2f} | {n_tokens / floor_s[name]:.0f} | - | - | "
+        print(f"| {label} | {n / floor_s[name]:.2f} | {1000 * floor_s[name] / n:.0f} | {n_tokens / floor_s[name]:.0f} | - | - | "
               f"{ref_s / floor_s[name]:.1f}x | 100% |")
     print()
+    for name in dtypes:
+        print(f"model load ({name}; loading or building the model, its self-check, encoding the items): "
+              f"{ours[name]['load_seconds']:.1f} s")
     for name in dtypes:
         diff = max(abs(a - b) for x, y in zip(ours[name]["values"], ref["values"]) for a, b in zip(x, y))
         print(f"largest difference, full-metric ({ours[name]['dtype']}) vs reference (float32), per follow-up "
@@ -301,6 +309,7 @@ def main() -> None:
     parser.add_argument("--data", default=str(REPO.parent / "shared" / "data" / "fed_data.json"))
     parser.add_argument("--model", default="blenderbot-400m-random")
     parser.add_argument("--limit", type=int, help="use the first N FED items (default: all 500)")
+    parser.add_argument("--level", choices=("all", "turn"), default="all", help="all FED items, or the turn-level ones only")
     parser.add_argument("--reference-limit", type=int, help="time the reference on the first N items only")
     parser.add_argument("--batch-size", type=int)
     parser.add_argument("--device")

@@ -110,7 +110,8 @@ def _parser() -> argparse.ArgumentParser:
     table.add_argument("--label", help="the model's name in the study (default: the model id or GGUF file)")
     table.add_argument("-o", "--output", required=True, help="the table, JSON")
     comp = commands.add_parser("compare", help="compare systems' scored (or unscored) files: intervals, paired tests")
-    comp.add_argument("files", nargs="+", help="JSON Lines files of `full-metric score` (unscored ones are scored first)")
+    comp.add_argument("files", nargs="+", help="JSON Lines files of `full-metric score` (unscored ones are scored "
+                      "first), one system each, or one file whose records name their systems")
     comp.add_argument("--baseline", help="the system the others are tested against (default: the first file's)")
     comp.add_argument("--method", choices=("bootstrap", "randomization"), default="bootstrap",
                       help="paired bootstrap resampling or approximate randomization")
@@ -149,6 +150,8 @@ def _parser() -> argparse.ArgumentParser:
     adapt.add_argument("--max-tokens", type=int, default=250_000, help="the training token budget (default 250000)")
     adapt.add_argument("--held-out", type=float, default=0.05, help="the fraction of dialogs held out (at most 200)")
     adapt.add_argument("--batch-size", type=int, default=8)
+    adapt.add_argument("--max-length", type=int, default=512, help="tokens per example at most, the dialog's end "
+                       "kept (default 512)")
     adapt.add_argument("--learning-rate", type=float, help="default 2e-4 for LoRA, 2e-5 for full fine-tuning")
     adapt.add_argument("--lora-rank", type=int, default=16)
     adapt.add_argument("--seed", type=int, default=0)
@@ -188,9 +191,10 @@ def _score(args: argparse.Namespace) -> int:
     return 0
 
 
-def _system_file(path: str, scorer: Any) -> tuple[str, list[int], list[dict[str, Any]], str | None]:
-    """(system name, line numbers, records scored, signature) of one file of ``compare``: the name
-    is the records' common ``system`` field or the file's stem; unscored files are scored."""
+def _system_file(path: str, scorer: Any) -> list[tuple[str, list[int], list[dict[str, Any]], str | None]]:
+    """(system name, line numbers, records scored, signature) of each system in one file of
+    ``compare``: the name is the records' common ``system`` field or the file's stem, and a file
+    whose records all name systems, several of them, holds one system each; unscored files are scored."""
     lines = read_dialog_lines(path)
     if not lines:
         raise DialogFileError(f"{path}: no records")
@@ -207,12 +211,16 @@ def _system_file(path: str, scorer: Any) -> tuple[str, list[int], list[dict[str,
         turn_level = records[0].get("response") is not None
         records = scored_records(records, scorer().score([r["context"] for r in records],
                                                          [r["response"] for r in records] if turn_level else None))
-    names = {r.get("system") for r in records}
-    name = str(names.pop()) if len(names) == 1 and None not in names else Path(path).stem
     signatures = {r.get("signature") for r in records}
     if len(signatures) > 1:
         raise DialogFileError(f"{path}: its records were scored with different settings: {sorted(map(str, signatures))}")
-    return name, numbers, records, signatures.pop()
+    signature = signatures.pop()
+    names = list(dict.fromkeys(r.get("system") for r in records))
+    if len(names) > 1 and None not in names:  # one file, several systems: one group each
+        return [(str(n), [k for k, r in zip(numbers, records) if r["system"] == n],
+                 [r for r in records if r["system"] == n], signature) for n in names]
+    name = str(names[0]) if len(names) == 1 and names[0] is not None else Path(path).stem
+    return [(name, numbers, records, signature)]
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -225,14 +233,16 @@ def _compare(args: argparse.Namespace) -> int:
             made.append(_make_scorer(args))
         return made[0]
 
-    files = [_system_file(path, scorer) for path in args.files]
+    per_file = [_system_file(path, scorer) for path in args.files]
+    paths = [path for path, systems in zip(args.files, per_file) for _ in systems]
+    files = [system for systems in per_file for system in systems]
     names = [name for name, *_ in files]
     if len(set(names)) != len(names):
         raise DialogFileError(f"two files name the same system ({names}); give them a 'system' field or other names")
     signatures = {str(sig) for *_, sig in files}
     if len(signatures) > 1:
         raise DialogFileError("the files were scored with different settings, their scores do not compare: "
-                              + "; ".join(f"{path}: {sig}" for path, (*_, sig) in zip(args.files, files)))
+                              + "; ".join(f"{path}: {sig}" for path, (*_, sig) in zip(paths, files)))
     baseline = args.baseline or names[0]
     if baseline not in names:
         raise DialogFileError(f"--baseline {baseline!r} is not one of the systems {names}")
@@ -243,7 +253,7 @@ def _compare(args: argparse.Namespace) -> int:
         try:
             order = pair_items(keys, baseline)
         except PairingError as error:
-            path, numbers = next((p, f[1]) for p, f in zip(args.files, files) if f[0] == error.system)
+            path, numbers = next((p, f[1]) for p, f in zip(paths, files) if f[0] == error.system)
             raise DialogFileError(f"{path}, line {numbers[error.index]}: {error}; "
                                   "the files must answer the same contexts (or pass --unpaired)") from None
         scores = {name: [values[k] for k in order[name]] for name, values in scores.items()}
@@ -488,7 +498,7 @@ def _adapt(args: argparse.Namespace) -> int:
     try:
         done = adapt(args.model, args.dialogs, args.output, gguf_file=args.gguf_file, preset=args.preset,
                      rendering=args.rendering, method=args.method, max_tokens=args.max_tokens, held_out=args.held_out,
-                     batch_size=args.batch_size, learning_rate=args.learning_rate, lora_rank=args.lora_rank,
+                     batch_size=args.batch_size, max_length=args.max_length, learning_rate=args.learning_rate, lora_rank=args.lora_rank,
                      seed=args.seed, device=args.device, progress=args.progress)
     except AdaptError as error:
         raise DialogFileError(str(error)) from None
@@ -498,6 +508,11 @@ def _adapt(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"agreement": _agreement, "adapt": _adapt, "score": _score, "compare": _compare, "systems": _systems, "score-candidates": _score_candidates, "study": _study, "correlate": _correlate, "rank-follow-ups": _rank, "report": _report}
+
+
+#: The extra that installs each optional library a command may need.
+EXTRAS = {"scipy": "analysis", "matplotlib": "analysis", "peft": "adapt", "trl": "training", "gradio": "app",
+          "evaluate": "evaluate", "datasets": "evaluate", "pyarrow": "evaluate", "gguf": "gguf", "accelerate": "gguf"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -515,6 +530,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return COMMANDS[args.command](args)
     except (DialogFileError, ValueError, TypeError) as error:
         print(f"full-metric: error: {error}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as error:
+        library = (error.name or "").split(".")[0]
+        if library not in EXTRAS:
+            raise
+        print(f"full-metric: error: {args.command} needs {library}, which is not installed: "
+              f"pip install 'full-metric[{EXTRAS[library]}]'", file=sys.stderr)
         return 2
 
 

@@ -65,6 +65,7 @@ class Adaptation:
     preset: str
     max_tokens: int
     batch_size: int
+    max_length: int
     learning_rate: float
     lora_rank: int
     seed: int
@@ -100,15 +101,18 @@ def read_dialogs(sources: Sequence[str], *, split: str = "train") -> list[list[s
     return [d for d in dialogs if len(d) >= 2]
 
 
-def _examples(scorer: FullScorer, dialogs: Iterable[list[str]]) -> list[tuple[list[int], list[int]]]:
+def _examples(
+    scorer: FullScorer, dialogs: Iterable[list[str]], max_length: int
+) -> list[tuple[list[int], list[int]]]:
     """(input ids, labels) per example in the scorer's rendering: the context as the scorer encodes
-    it (truncated as it truncates), the last turn as a follow-up."""
+    it (truncated as it truncates, from the left, to at most ``max_length`` tokens with its
+    follow-up), the last turn as a follow-up."""
     out = []
     for dialog in dialogs:
         cuts = range(1, len(dialog)) if scorer.loaded.is_encoder_decoder else [len(dialog) - 1]
         for cut in cuts:
-            target = list(scorer.renderer.target_ids(dialog[cut]))
-            limit = scorer._context_limit([target])
+            target = list(scorer.renderer.target_ids(dialog[cut]))[: max_length // 2]
+            limit = min(scorer._context_limit([target]), max(1, max_length - len(target)))
             context = list(scorer.renderer.encode(dialog[:cut], limit).context_ids)
             if scorer.loaded.is_encoder_decoder:
                 out.append((context, target))
@@ -187,6 +191,7 @@ def adapt(
     max_tokens: int = 250_000,
     held_out: float = 0.05,
     batch_size: int = 8,
+    max_length: int = 512,
     learning_rate: float | None = None,
     lora_rank: int = 16,
     seed: int = 0,
@@ -195,7 +200,9 @@ def adapt(
 ) -> Adaptation:
     """Continue training a judge (a Hub id, a local folder, a GGUF file or a model object with its
     ``tokenizer``) on the dialogs of ``sources`` (see :func:`read_dialogs`) and write a folder
-    ``FullScorer`` loads to ``output``. Returns what it did (also in the folder).
+    ``FullScorer`` loads to ``output``; each example holds at most ``max_length`` tokens (the
+    dialog's end: the oldest tokens dropped first, as the scorer drops them). Returns what it did
+    (also in the folder).
 
     Raises:
         AdaptError, DialogFileError: before any training step: an output that exists, an unknown
@@ -228,10 +235,10 @@ def adapt(
                         progress=False)
     name = scorer.loaded.name
     pad = scorer.pad_id
-    held_batches = _batches(_examples(scorer, dialogs[:n_held]), batch_size, pad)
+    held_batches = _batches(_examples(scorer, dialogs[:n_held], max_length), batch_size, pad)
     train_examples, tokens = [], 0
     for dialog in dialogs[n_held:]:
-        for example in _examples(scorer, [dialog]):
+        for example in _examples(scorer, [dialog], max_length):
             if tokens >= max_tokens:
                 break
             train_examples.append(example)
@@ -275,7 +282,7 @@ def adapt(
             dialogs=len(dialogs), training_examples=len(train_examples), training_tokens=tokens,
             held_out_examples=sum(len(b["input_ids"]) for b in held_batches), held_out_loss_before=before,
             held_out_loss_after=after, method=method, rendering=scorer.rendering, preset=scorer.preset,
-            max_tokens=max_tokens, batch_size=batch_size, learning_rate=rate,
+            max_tokens=max_tokens, batch_size=batch_size, max_length=max_length, learning_rate=rate,
             lora_rank=lora_rank if method == "lora" else 0, seed=seed,
             autocast=str(autocast).removeprefix("torch.") if autocast else "none", steps=len(batches),
             seconds=time.perf_counter() - started, full_metric=__version__,

@@ -61,10 +61,11 @@ def test_the_command_line_adapts(repeated, tiny_blenderbot_path, tmp_path, capsy
     out = tmp_path / "cli-judge"
     assert main(["adapt", str(repeated), "-o", str(out), "--model", str(tiny_blenderbot_path), "--method", "lora",
                  "--max-tokens", "3000", "--held-out", "0.1", "--learning-rate", "5e-3", "--lora-rank", "4",
-                 "--seed", "1", "--batch-size", "4", "--no-progress"]) == 0
+                 "--seed", "1", "--batch-size", "4", "--max-length", "64", "--no-progress"]) == 0
     assert "held-out loss" in capsys.readouterr().err
     record = json.loads((out / "adaptation.json").read_text())
     assert record["seed"] == 1 and record["lora_rank"] == 4 and record["max_tokens"] == 3000
+    assert record["max_length"] == 64
     assert main(["adapt", str(repeated), "-o", str(out), "--model", str(tiny_blenderbot_path)]) == 2  # exists
 
 

@@ -93,3 +93,17 @@ def test_console_script_progress_bar(tiny_blenderbot_path, tmp_path):
         timeout=300, cwd=REPO, env={"PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "PATH": ""},
     )
     assert "FULL" in done.stderr and "100%" in done.stderr
+
+
+def test_a_missing_extra_is_answered_with_the_install_command(monkeypatch, capsys, tmp_path):
+    """``correlate`` needs scipy (the [analysis] extra): without it, the command says how to install it."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "scipy", None)  # as if scipy were not installed
+    monkeypatch.setitem(sys.modules, "scipy.stats", None)
+    src = tmp_path / "rated.jsonl"
+    src.write_text("".join(json.dumps({"context": ["Hi"], "response": f"Hello {k}.", "human": k}) + "\n" for k in range(4)))
+    code = main(["correlate", str(src), "--model", str(REPO / "tests" / "fixtures" / "tiny-blenderbot"), "--device", "cpu",
+                 "--no-progress"])
+    assert code == 2
+    assert "pip install 'full-metric[analysis]'" in capsys.readouterr().err

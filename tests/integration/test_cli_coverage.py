@@ -91,6 +91,24 @@ COVERAGE: dict[str, dict[str, str]] = {
         "--seed": "test_comparison::test_systems_command_compares_systems_by_full_and_by_people",
         "--output": "test_comparison::test_systems_command_compares_systems_by_full_and_by_people",
     },
+    "agreement": {
+        "data": "test_cli_coverage::test_agreement_command",
+        "--presets": "test_cli_coverage::test_agreement_command",
+        "--bootstrap": "test_cli_coverage::test_agreement_command",
+        "--seed": "test_cli_coverage::test_agreement_command",
+        "--output": "test_cli_coverage::test_agreement_command",
+    },
+    "adapt": {
+        "dialogs": "test_adapt::test_the_command_line_adapts",
+        "--output": "test_adapt::test_the_command_line_adapts",
+        "--method": "test_adapt::test_the_command_line_adapts",
+        "--max-tokens": "test_adapt::test_the_command_line_adapts",
+        "--held-out": "test_adapt::test_the_command_line_adapts",
+        "--max-length": "test_adapt::test_the_command_line_adapts",
+        "--learning-rate": "test_adapt::test_the_command_line_adapts",
+        "--lora-rank": "test_adapt::test_the_command_line_adapts",
+        "--seed": "test_adapt::test_the_command_line_adapts",
+    },
     "study": {
         "tables": "test_study::test_score_candidates_and_study_commands",
         "--output": "test_study::test_score_candidates_and_study_commands",
@@ -137,7 +155,7 @@ def test_the_table_covers_every_option_and_names_tests_that_use_them():
             assert name in source or (name == "score" and "score" in source), f"{where} does not run {name}"
 
 
-@pytest.mark.parametrize("command", [c for c in _subcommands() if c != "study"])
+@pytest.mark.parametrize("command", [c for c in _subcommands() if c not in ("study", "adapt")])
 def test_scorer_options_reach_the_scorer(command, monkeypatch, tmp_path):
     """Every scorer option, given to every subcommand that scores, arrives at ``FullScorer``."""
     from full_metric import cli
@@ -159,7 +177,8 @@ def test_scorer_options_reach_the_scorer(command, monkeypatch, tmp_path):
     monkeypatch.setattr(scorer_module, "FullScorer", fake)
     positional = {"score": ["in.jsonl", "-o", "o.jsonl"], "compare": ["a.jsonl"], "systems": ["d.jsonl", "-o", "x"],
                   "rank-follow-ups": ["d.json", "-o", "x"], "report": ["d.json", "-o", "x"],
-                  "score-candidates": ["d.json", "-o", "x"], "correlate": ["d.json"]}[command]
+                  "score-candidates": ["d.json", "-o", "x"], "correlate": ["d.json"],
+                  "agreement": ["d.json", "-o", "x"]}[command]
     args = _parser().parse_args([command, *positional, *[x for kv in values.items() for x in kv], "--no-progress"])
     with pytest.raises(Captured):
         cli._make_scorer(args)
@@ -237,3 +256,28 @@ def test_the_installed_entry_point_scores_the_example_file(tiny_blenderbot_path,
     scored = [json.loads(line) for line in out.read_text().splitlines()]
     assert [{k: r[k] for k in s} for r, s in zip(scored, source)] == source and len(scored) == len(source)
     assert all(isinstance(r["full"], float) and len(r["follow_up_log_likelihoods"]) == 5 for r in scored)
+
+
+def test_agreement_command(tiny_blenderbot_path, tmp_path, capsys):
+    """``full-metric agreement`` on a small USR-like set (three systems answering four contexts) and
+    FED-like JSON: every measure of its table, written back and read."""
+    rows = []
+    for k in range(4):
+        for system, response, human in (("New Human Generated", f"I love hiking, {k} times a year.", 4.5),
+                                        ("Seq2Seq", "i do not know", 2.0), ("Language Model", f"Yes {k}.", 3.0)):
+            rows.append({"context": [f"Do you like hiking? ({k})"], "response": response, "human": human + k / 10,
+                         "system": system})
+    data = tmp_path / "usr-like.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "agreement"
+    assert main(["agreement", str(data), "--presets", "paper", "--bootstrap", "50", "--seed", "3", "-o", str(out),
+                 "--model", str(tiny_blenderbot_path), "--device", "cpu", "--no-progress"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    measures = {r["measure"] for r in results["rows"]}
+    assert measures == {"Spearman, pooled", "Spearman, within context", "Spearman, over systems",
+                        "generic reply beats the human answer"}
+    rate = next(r for r in results["rows"] if r["measure"].startswith("generic"))
+    assert rate["n"] == 4 and 0 <= rate["ci_low"] <= rate["value"] <= rate["ci_high"] <= 1
+    assert set(rate["per_reply"]) == {"Yes.", "I don't know.", "That's cool.", "Haha, ok.", "Sure."}
+    assert "generic reply beats the human answer" in (out / "report.md").read_text()
+    assert "paper" in results["signatures"]

@@ -35,3 +35,25 @@ def test_the_license_is_mit_everywhere():
     assert 'license = "MIT"' in (REPO / "pyproject.toml").read_text(encoding="utf-8")
     front = (REPO / "README.md").read_text(encoding="utf-8").split("---")[1]
     assert "\nlicense: mit\n" in front
+
+
+def test_the_publishing_commands_exist_in_the_installed_hf_cli():
+    """Each ``hf`` command of docs/app.md is a command of the installed CLI and takes the options
+    the docs give it (before: ``hf repo create`` was "No such command 'repo'")."""
+    import re
+    import shutil
+    import sys
+
+    hf = shutil.which("hf", path=str(Path(sys.executable).parent)) or shutil.which("hf")
+    if hf is None:
+        pytest.skip("the hf CLI (huggingface_hub) is not installed")
+    lines = [line.split("&&") for line in (REPO / "docs" / "app.md").read_text(encoding="utf-8").splitlines()]
+    commands = [part.strip() for parts in lines for part in parts if part.strip().startswith("hf ")]
+    assert commands, "docs/app.md gives no hf command"
+    for command in commands:
+        words = command.split()
+        path = [w for w in words[1:] if not w.startswith(("-", "<")) and "/" not in w][:2]
+        done = subprocess.run([hf, *path, "--help"], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, f"{command!r}: {done.stderr[-500:]}"
+        for option in re.findall(r"(--[a-z-]+)", command):
+            assert option in done.stdout, f"{command!r}: the installed hf has no {option}"

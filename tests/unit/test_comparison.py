@@ -280,3 +280,13 @@ def test_systems_command_compares_systems_by_full_and_by_people(tiny_blenderbot_
     report = (out / "report.md").read_text()
     assert f"| rated | turn | tiny-blenderbot | paper | 3 | yes | {row['spearman']:.2f} |" in report
     assert "paper" in capsys.readouterr().out
+
+
+def test_compare_takes_one_file_whose_records_name_their_systems(tiny_blenderbot_path, tmp_path, capsys):
+    """The README's example: examples/three_systems.jsonl holds three systems' answers to the same contexts."""
+    out = tmp_path / "cmp.json"
+    assert main(["compare", str(REPO / "examples" / "three_systems.jsonl"), "--json", str(out),
+                 *_options(tiny_blenderbot_path)]) == 0
+    result = json.loads(out.read_text())
+    assert [s["system"] for s in result["systems"]] == ["engaging", "generic", "off-topic"]
+    assert all(s["n"] == 12 for s in result["systems"])
