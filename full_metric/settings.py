@@ -22,7 +22,7 @@ from .aggregate import AGGREGATIONS, check_aggregation
 from .engines import ENGINE_OPTIONS
 from .follow_ups import resolve_follow_ups
 from .models import DTYPE_NAMES, PACKAGED_MODELS
-from .presets import DEFAULT_PRESET, PRESETS
+from .presets import DEFAULT_PRESET, PRESETS, preset_model
 from .rendering import RENDERINGS
 
 
@@ -249,7 +249,7 @@ def check_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
         **{s.name: settings.get(s.name) for s in LOAD_SETTINGS},
         **resolved,
         "preset": preset,
-        "model": PRESETS[preset].get("model") if model in (None, FROM_PRESET) else model,
+        "model": preset_model(preset) if model in (None, FROM_PRESET) else model,
         "rendering": settings.get("rendering") or defaults["rendering"],
         "max_turns": defaults["max_turns"] if max_turns in (None, FROM_PRESET) else max_turns,
         "progress": BY_NAME["progress"].default if settings.get("progress") is None else settings["progress"],

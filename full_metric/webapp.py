@@ -400,8 +400,8 @@ class _Handlers:
         chosen, options_out = self.settings(*options_in)
         result = chosen.score([context] * len(options), options, **options_out)
         names = candidate_labels(options)  # one label per candidate, the same in the table and the chart
-        ranked = pd.DataFrame([(r, names[options.index(c)], round(s, 3)) for r, c, s in rank(options, result.scores)],
-                              columns=["rank", "candidate", "score"])
+        ranked = pd.DataFrame([(r, names[options.index(c)], c, round(s, 3)) for r, c, s in rank(options, result.scores)],
+                              columns=["rank", "candidate", "response", "score"])
         return ranked, self.chart(names, result.follow_ups, result.follow_up_log_likelihoods), result.signature
 
     def score_dialog(self, dialog: str, *options_in: str):

@@ -6,8 +6,9 @@ but the last as the context, the last turn as the follow-up (what FULL scores). 
 model learns the whole sequence; an encoder-decoder reads the context and learns the follow-up,
 and gets one example per turn after the first. Training: LoRA through ``peft`` by default (merged
 into the weights at the end) or full fine-tuning, AdamW, one pass over a token budget, bfloat16
-autocast on a CPU that computes it natively (and on accelerators), a held-out split whose loss is
-measured before and after. The folder (merged weights, tokenizer, ``README.md`` card,
+autocast on accelerators (on the CPU float32: a LoRA step under bfloat16 autocast ran many times
+slower than in float32 on this project's CPU, native bfloat16 or not), a held-out split whose
+loss is measured before and after. The folder (merged weights, tokenizer, ``README.md`` card,
 ``adaptation.json``) is written under a temporary name and renamed at the end: an interrupted run
 leaves no judge folder. FULL's signature names an adapted judge by its weights' digest and the
 adaptation's (``model:JUDGE@sha256:...+adapted:...``).
@@ -31,7 +32,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ..corpus import Source
-from ..models import ADAPTATION_FILE, native_bf16
+from ..models import ADAPTATION_FILE
 from ..scorer import FullScorer
 from ..version import __version__
 
@@ -249,7 +250,7 @@ def adapt(
         raise AdaptError(f"the budget of {max_tokens} tokens is smaller than one batch ({first} tokens in "
                          f"{len(train_examples[:batch_size])} examples); raise --max-tokens or lower --batch-size")
     on = scorer.model.device.type
-    autocast = torch.bfloat16 if (on != "cpu" or native_bf16()) else None
+    autocast = torch.bfloat16 if on != "cpu" else None  # on the CPU, bfloat16 autocast trained far slower here
     judge = scorer.model
     judge.train()
     if method == "lora":
@@ -277,6 +278,10 @@ def adapt(
         after = _loss(judge, held_batches, autocast)
         merged = judge.merge_and_unload() if method == "lora" else judge
         merged.eval()
+        if getattr(merged, "hf_quantizer", None) is not None:  # a GGUF judge, de-quantized at load: plain weights now
+            merged.hf_quantizer = None
+            if getattr(merged.config, "quantization_config", None) is not None:
+                del merged.config.quantization_config
         record = Adaptation(
             base_model=name, base_revision=scorer.loaded.revision, sources=[Path(s).name for s in sources],
             dialogs=len(dialogs), training_examples=len(train_examples), training_tokens=tokens,

@@ -9,8 +9,8 @@ from pathlib import Path
 from full_metric.research.agreement import markdown
 
 HERE = Path(__file__).resolve().parent
-JUDGES = {"base (SmolLM2-135M-Instruct)": "SmolLM2-135M-Instruct.Q4_1", "adapted, 100k tokens": "smollm2-chitchat-100000",
-          "adapted, 250k tokens": "smollm2-chitchat-250000"}
+JUDGES = {"base (SmolLM2-135M-Instruct)": "SmolLM2-135M-Instruct.Q4_1", "adapted, 20k tokens": "smollm2-chitchat-20000",
+          "adapted, 40k tokens": "smollm2-chitchat-40000"}
 
 
 def main() -> None:
@@ -20,7 +20,7 @@ def main() -> None:
         rows += [{**row, "judge": label} for row in results["rows"]]
         lines.append(f"- {label}: `{results['command']}`; signature `{results['signatures']['paper']}`")
     adaptations = []
-    for budget in ("100000", "250000"):
+    for budget in ("20000", "40000"):
         record = json.loads((HERE / f"adaptation-{budget}.json").read_text(encoding="utf-8"))
         adaptations.append(f"| {budget} | {record['training_tokens']:,} | {record['training_examples']:,} | "
                            f"{record['steps']} | {record['held_out_loss_before']:.4f} | {record['held_out_loss_after']:.4f} "

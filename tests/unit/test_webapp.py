@@ -154,3 +154,20 @@ def test_scoring_in_chunks_reports_progress_and_equals_one_pass(tiny_blenderbot_
     turn = [r for r in rows if r["response"] is not None]
     assert [r["full"] for r in turn] == pytest.approx(
         scorer.score([r["context"] for r in turn], [r["response"] for r in turn]).scores)
+
+
+def test_a_candidate_has_one_label_in_the_turn_tabs_table_and_chart(tiny_blenderbot_path):
+    """Before, the ranking table numbered candidates by rank while the chart said #1, #2 by input
+    order: "#1" named two different responses."""
+    from full_metric.webapp import FROM_PRESET, _Handlers, candidate_labels
+
+    scorer = FullScorer(tiny_blenderbot_path, device="cpu", progress=False)
+    handlers = _Handlers(scorer, Limits())
+    candidates = ["The capital of Australia is Canberra.", "It was great, I went hiking with my sister."]
+    ranked, chart, _ = handlers.score_turn("Hi! How was your weekend?", "\n".join(candidates), scorer.preset,
+                                           FROM_PRESET, "", "", FROM_PRESET)
+    labels = candidate_labels(candidates)
+    assert set(ranked["candidate"]) == set(chart["candidate"]) == set(labels)
+    scores = scorer.score([["Hi! How was your weekend?"]] * 2, candidates).scores
+    for label, score in zip(ranked["candidate"], ranked["score"]):
+        assert score == round(scores[labels.index(label)], 3)  # each label names its own response
