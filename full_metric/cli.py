@@ -133,6 +133,8 @@ def _parser() -> argparse.ArgumentParser:
                                 "how often a generic reply beats a person's answer, per preset")
     agree.add_argument("data", nargs="+", help="rated sets: FED JSON, USR JSON Lines")
     agree.add_argument("--presets", nargs="+", help="presets to run (default: every preset that fits the model)")
+    agree.add_argument("--replies", nargs="+", help="the generic replies (default: 'Yes.', \"I don't know.\", "
+                       "\"That's cool.\", 'Haha, ok.', 'Sure.')")
     agree.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% intervals")
     agree.add_argument("--seed", type=int, default=0)
     agree.add_argument("-o", "--output", required=True, help="the folder for report.md and results.json")
@@ -271,10 +273,9 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _systems(args: argparse.Namespace) -> int:
-    from .research.human_eval import LEVELS, score_items
-    from .research.rated_files import read_rated
-    from .research.systems import system_agreement, write_system_report
+def _preset_scorers(args: argparse.Namespace) -> Any:
+    """(preset, scorer) for each preset of ``--presets`` (default: every preset that fits the model),
+    all sharing the one loaded model."""
     from .presets import fitting_presets
     from .scorer import FullScorer
 
@@ -283,10 +284,18 @@ def _systems(args: argparse.Namespace) -> int:
     presets = args.presets or fitting_presets(loaded.name, loaded.model.config.model_type, loaded.is_encoder_decoder)
     options = {"batch_size": args.batch_size, "max_batch_tokens": args.max_batch_tokens,
                "context_budget": args.context_budget, "progress": args.progress}
-    rows = []
-    label = Path(args.gguf_file).name if args.gguf_file else loaded.name
     for preset in presets:
-        scorer = FullScorer(loaded, preset=preset, **options)
+        yield preset, first if preset == first.preset else FullScorer(loaded, preset=preset, **options)
+
+
+def _systems(args: argparse.Namespace) -> int:
+    from .research.human_eval import LEVELS, score_items
+    from .research.rated_files import read_rated
+    from .research.systems import system_agreement, write_system_report
+
+    rows = []
+    for preset, scorer in _preset_scorers(args):
+        label = Path(args.gguf_file).name if args.gguf_file else scorer.loaded.name
         for path in args.data:
             data = read_rated(path, score_field=args.score_field)
             aspect = "Overall" if Path(path).suffix.lower() == ".json" else args.score_field
@@ -462,28 +471,23 @@ def _study(args: argparse.Namespace) -> int:
 
 
 def _agreement(args: argparse.Namespace) -> int:
-    from .presets import fitting_presets
     from .research.agreement import GENERIC_REPLIES, agreement, markdown
-    from .scorer import FullScorer
 
-    first = _make_scorer(args)
-    loaded = first.loaded
-    presets = args.presets or fitting_presets(loaded.name, loaded.model.config.model_type, loaded.is_encoder_decoder)
-    options = {"batch_size": args.batch_size, "max_batch_tokens": args.max_batch_tokens,
-               "context_budget": args.context_budget, "progress": args.progress}
     rows, signatures = [], {}
-    for preset in presets:
-        scorer = first if preset == first.preset else FullScorer(loaded, preset=preset, **options)
+    replies = tuple(args.replies or GENERIC_REPLIES)
+    for preset, scorer in _preset_scorers(args):
+        loaded = scorer.loaded
         signatures[preset] = scorer.signature()
         for path in args.data:
-            rows += [{"preset": preset, **row} for row in agreement(scorer, path, bootstrap=args.bootstrap, seed=args.seed)]
+            rows += [{"preset": preset, **row} for row in agreement(scorer, path, replies=replies,
+                                                                    bootstrap=args.bootstrap, seed=args.seed)]
     folder = Path(args.output)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "results.json").write_text(json.dumps({"command": _command_line(args), "signatures": signatures,
                                                      "rows": rows}, indent=2), encoding="utf-8")
     text = (f"# Agreement with people, and the generic-reply rate\n\nMade by `{_command_line(args)}`.\n\n"
             f"Model `{loaded.name}`; 95% percentile bootstrap intervals ({args.bootstrap} resamples, seed {args.seed}). "
-            f"Generic replies: {', '.join(repr(r) for r in GENERIC_REPLIES)}; the rate is the share of (context, "
+            f"Generic replies: {', '.join(repr(r) for r in replies)}; the rate is the share of (context, "
             "generic reply) pairs where the reply outscores the human-written answer.\n\n"
             + markdown(rows, "preset") + "\n\nSignatures:\n\n"
             + "".join(f"- {p}: `{s}`\n" for p, s in signatures.items()))

@@ -74,8 +74,12 @@ def generic_reply_rate(
             "per_reply": {r: float(wins[:, k].mean()) for k, r in enumerate(replies)}}
 
 
-def agreement(scorer: FullScorer, path: str | Path, *, bootstrap: int = 1000, seed: int = 0) -> list[dict[str, Any]]:
-    """The rows of one rated set for one scorer: one per (level, measure)."""
+def agreement(
+    scorer: FullScorer, path: str | Path, *, replies: Sequence[str] = GENERIC_REPLIES, bootstrap: int = 1000,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """The rows of one rated set for one scorer: one per (level, measure); ``replies``: the generic
+    replies of the generic-reply rate."""
     fed = Path(path).suffix.lower() == ".json"
     data: RatedData = read_rated(path, score_field="human")
     aspect = "Overall" if fed else "human"
@@ -101,7 +105,7 @@ def agreement(scorer: FullScorer, path: str | Path, *, bootstrap: int = 1000, se
                          "value": row["spearman"], "ci_low": float("nan"), "ci_high": float("nan"),
                          "n": len(row["systems"])})
         if level == "turn":
-            rate = generic_reply_rate(scorer, items, bootstrap=bootstrap, seed=seed)
+            rate = generic_reply_rate(scorer, items, replies, bootstrap=bootstrap, seed=seed)
             rows.append({"data_set": name, "level": level, "measure": "generic reply beats the human answer",
                          "value": rate["rate"], "ci_low": rate["ci_low"], "ci_high": rate["ci_high"],
                          "n": rate["contexts"], "per_reply": rate["per_reply"]})

@@ -46,8 +46,8 @@ on them. Scoring: the paper's settings (preset `paper`: its five follow-ups, sum
 Spearman with the human ratings (FED: Overall; USR: the set's rating), 95% percentile bootstrap
 intervals (1000 resamples of items, or of contexts for the within-context and generic-reply rows;
 over systems: the systems' means, no interval). *Generic reply beats the human answer*: over the
-contexts with a human-written answer, the share of ("Yes.", "I don't know.", "That's cool.",
-"Haha, ok.", "Sure.") replies that FULL scores above that answer (lower is better; 0.5 is a coin).
+contexts with a human-written answer, the share of the generic replies "Yes." and "I don't know."
+that FULL scores above that answer (lower is better).
 
 {markdown(rows, "judge")}
 

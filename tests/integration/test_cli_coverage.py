@@ -95,6 +95,7 @@ COVERAGE: dict[str, dict[str, str]] = {
         "data": "test_cli_coverage::test_agreement_command",
         "--presets": "test_cli_coverage::test_agreement_command",
         "--bootstrap": "test_cli_coverage::test_agreement_command",
+        "--replies": "test_cli_coverage::test_agreement_command",
         "--seed": "test_cli_coverage::test_agreement_command",
         "--output": "test_cli_coverage::test_agreement_command",
     },
@@ -272,6 +273,10 @@ def test_agreement_command(tiny_blenderbot_path, tmp_path, capsys):
     out = tmp_path / "agreement"
     assert main(["agreement", str(data), "--presets", "paper", "--bootstrap", "50", "--seed", "3", "-o", str(out),
                  "--model", str(tiny_blenderbot_path), "--device", "cpu", "--no-progress"]) == 0
+    assert main(["agreement", str(data), "--replies", "Yes.", "Sure.", "-o", str(tmp_path / "two"),
+                 "--model", str(tiny_blenderbot_path), "--device", "cpu", "--no-progress"]) == 0
+    two = json.loads((tmp_path / "two" / "results.json").read_text())
+    assert {r for row in two["rows"] if "per_reply" in row for r in row["per_reply"]} == {"Yes.", "Sure."}
     results = json.loads((out / "results.json").read_text())
     measures = {r["measure"] for r in results["rows"]}
     assert measures == {"Spearman, pooled", "Spearman, within context", "Spearman, over systems",
