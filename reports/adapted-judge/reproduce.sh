@@ -20,6 +20,6 @@ done
 for judge in "$GGUF" judges/smollm2-chitchat-20000 judges/smollm2-chitchat-40000; do
   name=$(basename "$judge" .gguf)
   full-metric agreement "$DATA/fed_data.json" "$DATA/usr-topicalchat.jsonl" "$DATA/usr-personachat.jsonl" \
-      --model "$judge" --presets paper --no-progress -o "$OUT/$name"
+      --model "$judge" --presets paper --replies "Yes." "I don't know." --no-progress -o "$OUT/$name"
 done
 python "$OUT/make_report.py"
