@@ -31,7 +31,7 @@ from typing import Any, Iterable, Sequence
 import torch
 from tqdm.auto import tqdm
 
-from ..corpus import Source
+from ..dialog_files import check_row, read_rows
 from ..models import ADAPTATION_FILE
 from ..scorer import FullScorer
 from ..version import __version__
@@ -87,17 +87,35 @@ def chitchat_dialogs() -> list[list[str]]:
     return [[m.strip() for m in conversation] for conversation in chitchat_dataset.ConversationDataset()]
 
 
+def _rows(source: str, split: str) -> Iterable[tuple[str, dict[str, Any], bool]]:
+    """(where, row, whether it is a CSV row) of a file (the one row reader) or a Hub dataset."""
+    if source.startswith("hf:") or source.lower().endswith(".parquet"):
+        try:
+            import datasets
+        except ImportError:
+            raise AdaptError("Parquet files and Hub datasets need the datasets package: "
+                             "pip install 'full-metric[evaluate]'") from None
+        stream = (datasets.load_dataset(source[3:], split=split, streaming=True) if source.startswith("hf:") else
+                  datasets.load_dataset("parquet", data_files=source, split="train", streaming=True))
+        return ((f"{source}, row {number}", row, False) for number, row in enumerate(stream, start=1))
+    csv_file = source.lower().endswith(".csv")
+    return ((f"{source}, line {number}", row, csv_file) for number, row in read_rows(source, required="context"))
+
+
 def read_dialogs(sources: Sequence[str], *, split: str = "train") -> list[list[str]]:
     """Whole dialogs from each source: ``chitchat`` (the package), a JSON Lines / CSV / Parquet file
     of rows (``context`` turns plus ``response`` when there is one), or ``hf:NAME`` (a Hub dataset
-    with the same columns, ``split``). Dialogs with fewer than two non-empty turns are left out."""
+    with the same columns, ``split``). Each row is checked by the one row check; dialogs with fewer
+    than two non-empty turns are left out."""
     dialogs: list[list[str]] = []
     for source in sources:
         if source == CHITCHAT:
             found = chitchat_dialogs()
         else:
-            rows = Source(dataset=source[3:], split=split) if source.startswith("hf:") else Source(path=source)
-            found = [[*context, *([response] if response else [])] for _, _, context, response in rows.dialogs()]
+            found = []
+            for where, row, csv_row in _rows(source, split):
+                context, response = check_row(row, where, csv_row=csv_row)  # type: ignore[arg-type]
+                found.append([*context, *([response] if response else [])])
         dialogs += [[t for t in d if t.strip()] for d in found]
     return [d for d in dialogs if len(d) >= 2]
 

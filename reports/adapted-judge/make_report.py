@@ -14,8 +14,11 @@ JUDGES = {"base (SmolLM2-135M-Instruct)": "SmolLM2-135M-Instruct.Q4_1", "adapted
 
 
 def main() -> None:
-    rows, lines = [], []
+    rows, lines, missing = [], [], []
     for label, folder in JUDGES.items():
+        if not (HERE / folder / "results.json").is_file():
+            missing.append(label)  # not measured (yet): reproduce.sh makes it
+            continue
         results = json.loads((HERE / folder / "results.json").read_text(encoding="utf-8"))
         rows += [{**row, "judge": label} for row in results["rows"]]
         lines.append(f"- {label}: `{results['command']}`; signature `{results['signatures']['paper']}`")
@@ -50,7 +53,7 @@ contexts with a human-written answer, the share of the generic replies "Yes." an
 that FULL scores above that answer (lower is better).
 
 {markdown(rows, "judge")}
-
+{f"{chr(10)}Not measured in this run: {', '.join(missing)} (`reproduce.sh` measures them).{chr(10)}" if missing else ""}
 ## Commands and signatures
 
 {chr(10).join(lines)}

@@ -45,7 +45,8 @@ def test_the_space_holds_what_the_hub_needs_and_names_itself(space):
     files = {str(p.relative_to(space)) for p in space.rglob("*") if p.is_file()}
     assert {"app.py", "full.py", "README.md", "requirements.txt", "pyproject.toml", ".gitattributes",
             "full_metric/__init__.py", "full_metric/research/study.py", "docs/app.png"} <= files
-    assert not any(f.startswith(("tests/", ".venv", ".git/", "benchmarks/")) or "__pycache__" in f for f in files)
+    assert not any(f.startswith(("tests/", ".venv", ".git/", "judges/")) or "__pycache__" in f for f in files)
+    assert {"LICENSE", "CITATION.cff", "benchmarks/bench.py", "examples/dialogs.jsonl"} <= files  # what the card links
     assert (space / "README.md").read_text(encoding="utf-8").startswith("---\ntitle: FULL\n")
     requirements = [line for line in (space / "requirements.txt").read_text().splitlines() if not line.startswith("#")]
     assert requirements == ["full-metric[app,evaluate,gguf] @ git+https://huggingface.co/spaces/alice/full"]
