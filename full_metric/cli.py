@@ -6,6 +6,7 @@ import argparse
 import csv
 import json
 import logging
+import shlex
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -440,7 +441,10 @@ def _command_line(args: argparse.Namespace) -> str:
     def short(arg: str) -> str:
         return f"<...>/{'/'.join(Path(arg).parts[-2:])}" if Path(arg).is_absolute() else arg
 
-    return " ".join(["full-metric", *map(short, args.argv)])
+    def quoted(arg: str) -> str:  # an argument with spaces or quotes, as a shell reads it back
+        return shlex.quote(arg) if any(c in arg for c in " '\"") else arg
+
+    return " ".join(["full-metric", *(quoted(short(a)) for a in args.argv)])
 
 
 def _score_candidates(args: argparse.Namespace) -> int:
