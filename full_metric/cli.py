@@ -501,15 +501,12 @@ def _agreement(args: argparse.Namespace) -> int:
 
 
 def _adapt(args: argparse.Namespace) -> int:
-    from .research.adapt import AdaptError, adapt
+    from .research.adapt import adapt
 
-    try:
-        done = adapt(args.model, args.dialogs, args.output, gguf_file=args.gguf_file, preset=args.preset,
-                     rendering=args.rendering, method=args.method, max_tokens=args.max_tokens, held_out=args.held_out,
-                     batch_size=args.batch_size, max_length=args.max_length, learning_rate=args.learning_rate, lora_rank=args.lora_rank,
-                     seed=args.seed, device=args.device, progress=args.progress)
-    except AdaptError as error:
-        raise DialogFileError(str(error)) from None
+    done = adapt(args.model, args.dialogs, args.output, gguf_file=args.gguf_file, preset=args.preset,
+                 rendering=args.rendering, method=args.method, max_tokens=args.max_tokens, held_out=args.held_out,
+                 batch_size=args.batch_size, max_length=args.max_length, learning_rate=args.learning_rate,
+                 lora_rank=args.lora_rank, seed=args.seed, device=args.device, progress=args.progress)
     print(f"adapted {done.base_model} on {done.training_tokens} tokens in {done.seconds:.0f} s: held-out loss "
           f"{done.held_out_loss_before:.4f} -> {done.held_out_loss_after:.4f}; wrote {args.output}", file=sys.stderr)
     return 0

@@ -4,7 +4,7 @@ No model work happens here: the tests resample the cached per-example scores (sa
 ``--paired-bs`` and ``--paired-ar``, not evaluate's evaluator, which would call the model once per
 resample). Written with numpy rather than ``scipy.stats`` because scipy has neither sacrebleu's
 p-value convention nor resampling shared by several systems, nor a Holm correction;
-``tests/test_comparison.py`` checks the results against ``scipy.stats.bootstrap`` and
+``tests/unit/test_comparison.py`` checks the results against ``scipy.stats.bootstrap`` and
 ``scipy.stats.permutation_test`` where they compute the same thing.
 """
 

@@ -9,7 +9,7 @@ its fallbacks and its self-check all read :data:`ENGINES`.
   ``ForCausalLM.forward`` besides Gemma's soft-capping, keeps no recurrent state, and either
   attends to every earlier token or declares its window in ``layer_types`` (which the packed
   engine honours): the families of :data:`PACKED_DECODER_ONLY` and :data:`PACKED_ENCODER_DECODER`,
-  each checked against the oracle with tiny random models (``tests/test_architectures.py``).
+  each checked against the oracle with tiny random models (``tests/unit/test_architectures.py``).
 - ``cached`` (:func:`full_metric.loglik.cached_log_likelihoods`): each context once through the
   model's own forward, every follow-up continued from a copy of the model's own key/value cache,
   as generation does: positions, masks, windows and head scaling stay the model's. Decoder-only

@@ -278,10 +278,12 @@ def _adopt(model: Any, name: str, device: str | torch.device | None, dtype: str 
     """Use a model object as it is, except where ``device`` / ``dtype`` ask otherwise: then it is
     changed in place, and the log says so; a model in training mode is put in eval mode (logged)."""
     current = next(model.parameters())
-    if device not in (None, "auto") and resolve_device(device) != current.device:
+    target = None if device in (None, "auto") else resolve_device(device)
+    if target is not None and (target.type != current.device.type
+                               or target.index not in (None, current.device.index)):  # "cuda" is cuda:0's device
         logger.warning("%s: moving the model object from %s to %s in place (device=%r)",
-                       name, current.device, resolve_device(device), str(device))
-        model.to(resolve_device(device))
+                       name, current.device, target, str(device))
+        model.to(target)
     torch_dtype = resolve_dtype(dtype, current.device)
     if torch_dtype is not None and torch_dtype != current.dtype:
         logger.warning("%s: converting the model object from %s to %s in place (dtype=%r)",

@@ -8,7 +8,7 @@ as at load. The faces derive from :data:`SETTINGS`: the scorer's docstring, ``ev
 keywords and ``compute``'s options (:mod:`full_metric.metric`), the command line's options
 (:mod:`full_metric.cli`) and the app's variables (:mod:`full_metric.webapp`, whose own limits are
 declared apart, as ``FULL_LIMIT_<NAME>``). Defaults are values here; their help text is derived
-from them. ``tests/test_settings.py`` fails when a setting is missing from any face.
+from them. ``tests/unit/test_settings.py`` fails when a setting is missing from any face.
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ class Setting:
     def check(self, value: Any) -> Any:
         """``value`` checked (``None`` means the default); positive integers and choices here,
         follow-ups in :func:`resolve_options`."""
-        if value is None or value is FROM_PRESET:
+        if value is None:
             return None
         if self.kind is int:
             return positive_int(value, self.name)
@@ -203,7 +203,7 @@ def resolve_positive(
     positive: str | Sequence[str] | None, default: Sequence[str], negative: Sequence[str]
 ) -> tuple[str, ...]:
     """The positive follow-ups: ``None`` gives ``default``, an empty list none; none may also be negative."""
-    if positive is None or positive is FROM_PRESET:
+    if positive is None:
         chosen = tuple(default)
     elif not isinstance(positive, str) and len(positive) == 0:
         chosen = ()
@@ -226,11 +226,9 @@ def resolve_options(values: Mapping[str, Any], base: Mapping[str, Any]) -> dict[
     one (``None``) taken from ``base`` (a preset at load, the scorer's own for a call): the one rule
     for both scopes. New negative follow-ups keep ``base``'s positive ones; a follow-up given as
     both negative and positive, or positive ones with ``perplexity``, is refused."""
-    negative = resolve_follow_ups(values.get("follow_ups"), base["follow_ups"]) \
-        if values.get("follow_ups") not in (None, FROM_PRESET) else tuple(base["follow_ups"])
+    negative = resolve_follow_ups(values.get("follow_ups"), base["follow_ups"])
     positive = resolve_positive(values.get("positive_follow_ups"), base.get("positive_follow_ups", ()), negative)
-    aggregation = values.get("aggregation")
-    aggregation = check_aggregation(base["aggregation"] if aggregation in (None, FROM_PRESET) else aggregation)
+    aggregation = check_aggregation(values.get("aggregation") or base["aggregation"])
     check_signs(positive, aggregation)
     return {"follow_ups": negative, "positive_follow_ups": positive, "aggregation": aggregation}
 
@@ -249,9 +247,9 @@ def check_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
         **{s.name: settings.get(s.name) for s in LOAD_SETTINGS},
         **resolved,
         "preset": preset,
-        "model": preset_model(preset) if model in (None, FROM_PRESET) else model,
+        "model": preset_model(preset) if model is None else model,
         "rendering": settings.get("rendering") or defaults["rendering"],
-        "max_turns": defaults["max_turns"] if max_turns in (None, FROM_PRESET) else max_turns,
+        "max_turns": defaults["max_turns"] if max_turns is None else max_turns,
         "progress": BY_NAME["progress"].default if settings.get("progress") is None else settings["progress"],
     }
 

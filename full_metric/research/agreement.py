@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..comparison import mean_interval
 from ..scorer import FullScorer
 from .correlation import correlate
 from .human_eval import score_items
@@ -26,13 +27,6 @@ from .systems import system_agreement
 GENERIC_REPLIES = ("Yes.", "I don't know.", "That's cool.", "Haha, ok.", "Sure.")
 #: The ``system`` names of human-written answers in the rated sets.
 HUMAN_SYSTEMS = ("Human", "New Human Generated", "Original Ground Truth")
-
-
-def _interval(values: np.ndarray, bootstrap: int, seed: int) -> tuple[float, float]:
-    """The mean's 95% percentile bootstrap interval."""
-    rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, len(values), size=(bootstrap, len(values)))].mean(axis=1)
-    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
 def within_context(items: Sequence[RatedItem], scores: Sequence[float], aspect: str, *, bootstrap: int = 1000,
@@ -51,7 +45,7 @@ def within_context(items: Sequence[RatedItem], scores: Sequence[float], aspect: 
         if len(pairs) >= 3 and len(set(x)) > 1 and len(set(y)) > 1:
             rhos.append(float(spearmanr(x, y).statistic))
     values = np.asarray(rhos)
-    low, high = _interval(values, bootstrap, seed) if len(values) else (float("nan"), float("nan"))
+    low, high = mean_interval(values, resamples=bootstrap, seed=seed) if len(values) else (float("nan"), float("nan"))
     return {"value": float(values.mean()) if len(values) else float("nan"), "ci_low": low, "ci_high": high,
             "n": len(values)}
 
@@ -69,7 +63,7 @@ def generic_reply_rate(
     own = np.asarray(scorer.score(contexts, [i.response for i in human]).scores)
     wins = np.stack([np.asarray(scorer.score(contexts, [r] * len(contexts)).scores) > own for r in replies], axis=1)
     per_context = wins.mean(axis=1)
-    low, high = _interval(per_context, bootstrap, seed)
+    low, high = mean_interval(per_context, resamples=bootstrap, seed=seed)
     return {"rate": float(per_context.mean()), "ci_low": low, "ci_high": high, "contexts": len(human),
             "per_reply": {r: float(wins[:, k].mean()) for k, r in enumerate(replies)}}
 
