@@ -136,6 +136,8 @@ def _parser() -> argparse.ArgumentParser:
     agree.add_argument("--presets", nargs="+", help="presets to run (default: every preset that fits the model)")
     agree.add_argument("--replies", nargs="+", help="the generic replies (default: 'Yes.', \"I don't know.\", "
                        "\"That's cool.\", 'Haha, ok.', 'Sure.')")
+    agree.add_argument("--generic-only", action="store_true", help="measure the generic-reply rate alone (scores "
+                       "only the human-written answers and the replies; no correlation)")
     agree.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the 95%% intervals")
     agree.add_argument("--seed", type=int, default=0)
     agree.add_argument("-o", "--output", required=True, help="the folder for report.md and results.json")
@@ -484,6 +486,7 @@ def _agreement(args: argparse.Namespace) -> int:
         signatures[preset] = scorer.signature()
         for path in args.data:
             rows += [{"preset": preset, **row} for row in agreement(scorer, path, replies=replies,
+                                                                    generic_only=args.generic_only,
                                                                     bootstrap=args.bootstrap, seed=args.seed)]
     folder = Path(args.output)
     folder.mkdir(parents=True, exist_ok=True)
@@ -493,7 +496,11 @@ def _agreement(args: argparse.Namespace) -> int:
             f"Model `{loaded.name}`; 95% percentile bootstrap intervals ({args.bootstrap} resamples, seed {args.seed}). "
             f"Generic replies: {', '.join(repr(r) for r in replies)}; the rate is the share of (context, "
             "generic reply) pairs where the reply outscores the human-written answer.\n\n"
-            + markdown(rows, "preset") + "\n\nSignatures:\n\n"
+            + markdown(rows, "preset") + "\n\nEach generic reply on its own (share of the human-written answers it "
+            "outscores):\n\n| preset | data set | " + " | ".join(replies) + " |\n|---|---|" + "---|" * len(replies)
+            + "".join(f"\n| {r['preset']} | {r['data_set']} | " + " | ".join(f"{r['per_reply'][x]:.2f}" for x in replies)
+                      + " |" for r in rows if "per_reply" in r)
+            + "\n\nSignatures:\n\n"
             + "".join(f"- {p}: `{s}`\n" for p, s in signatures.items()))
     (folder / "report.md").write_text(text, encoding="utf-8")
     print(markdown(rows, "preset"))

@@ -52,36 +52,50 @@ def within_context(items: Sequence[RatedItem], scores: Sequence[float], aspect: 
 
 def generic_reply_rate(
     scorer: FullScorer, items: Sequence[RatedItem], replies: Sequence[str] = GENERIC_REPLIES, *,
-    bootstrap: int = 1000, seed: int = 0,
+    scores: Sequence[float] | None = None, bootstrap: int = 1000, seed: int = 0,
 ) -> dict[str, Any]:
     """How often each generic reply outscores the human-written answer of the same context (turn
-    level, contexts answered by one of :data:`HUMAN_SYSTEMS`; ties count as not outscoring)."""
-    human = [i for i in items if i.response is not None and i.system in HUMAN_SYSTEMS]
-    if not human:
+    level, answers by one of :data:`HUMAN_SYSTEMS`; ties count as not outscoring). ``scores``: the
+    items' FULL scores when already computed (the human answers are then not scored again); each
+    reply is scored once per distinct context."""
+    chosen = [k for k, i in enumerate(items) if i.response is not None and i.system in HUMAN_SYSTEMS]
+    if not chosen:
         raise ValueError(f"no human-written answer (system one of {HUMAN_SYSTEMS}) to compare with")
-    contexts = [i.context for i in human]
-    own = np.asarray(scorer.score(contexts, [i.response for i in human]).scores)
-    wins = np.stack([np.asarray(scorer.score(contexts, [r] * len(contexts)).scores) > own for r in replies], axis=1)
-    per_context = wins.mean(axis=1)
-    low, high = mean_interval(per_context, resamples=bootstrap, seed=seed)
-    return {"rate": float(per_context.mean()), "ci_low": low, "ci_high": high, "contexts": len(human),
+    human = [items[k] for k in chosen]
+    if scores is None:
+        own = np.asarray(scorer.score([i.context for i in human], [i.response for i in human]).scores)
+    else:
+        own = np.asarray([scores[k] for k in chosen])
+    contexts = list(dict.fromkeys(tuple(i.context) for i in human))
+    where = {context: k for k, context in enumerate(contexts)}
+    rows = [where[tuple(i.context)] for i in human]
+    wins = np.stack([np.asarray(scorer.score([list(c) for c in contexts], [r] * len(contexts)).scores)[rows] > own
+                     for r in replies], axis=1)
+    per_answer = wins.mean(axis=1)
+    low, high = mean_interval(per_answer, resamples=bootstrap, seed=seed)
+    return {"rate": float(per_answer.mean()), "ci_low": low, "ci_high": high, "contexts": len(human),
             "per_reply": {r: float(wins[:, k].mean()) for k, r in enumerate(replies)}}
 
 
 def agreement(
-    scorer: FullScorer, path: str | Path, *, replies: Sequence[str] = GENERIC_REPLIES, bootstrap: int = 1000,
-    seed: int = 0,
+    scorer: FullScorer, path: str | Path, *, replies: Sequence[str] = GENERIC_REPLIES, generic_only: bool = False,
+    bootstrap: int = 1000, seed: int = 0,
 ) -> list[dict[str, Any]]:
     """The rows of one rated set for one scorer: one per (level, measure); ``replies``: the generic
-    replies of the generic-reply rate."""
+    replies of the generic-reply rate; ``generic_only``: that rate alone (no correlation, and only the
+    human-written answers and the replies are scored)."""
     fed = Path(path).suffix.lower() == ".json"
     data: RatedData = read_rated(path, score_field="human")
     aspect = "Overall" if fed else "human"
     name = Path(path).stem
     rows: list[dict[str, Any]] = []
-    for level in ("turn", "dialog"):
+    for level in ("turn",) if generic_only else ("turn", "dialog"):
         items = [i for i in data.level(level) if aspect in i.ratings]
         if not items:
+            continue
+        if generic_only:
+            rate = generic_reply_rate(scorer, items, replies, bootstrap=bootstrap, seed=seed)
+            rows.append(_rate_row(name, rate))
             continue
         scores = score_items(scorer, items).scores
         pooled = correlate(scores, [i.ratings[aspect] for i in items], methods=("spearman",), bootstrap=bootstrap,
@@ -99,11 +113,15 @@ def agreement(
                          "value": row["spearman"], "ci_low": float("nan"), "ci_high": float("nan"),
                          "n": len(row["systems"])})
         if level == "turn":
-            rate = generic_reply_rate(scorer, items, replies, bootstrap=bootstrap, seed=seed)
-            rows.append({"data_set": name, "level": level, "measure": "generic reply beats the human answer",
-                         "value": rate["rate"], "ci_low": rate["ci_low"], "ci_high": rate["ci_high"],
-                         "n": rate["contexts"], "per_reply": rate["per_reply"]})
+            rate = generic_reply_rate(scorer, items, replies, scores=scores, bootstrap=bootstrap, seed=seed)
+            rows.append(_rate_row(name, rate))
     return rows
+
+
+def _rate_row(name: str, rate: dict[str, Any]) -> dict[str, Any]:
+    return {"data_set": name, "level": "turn", "measure": "generic reply beats the human answer",
+            "value": rate["rate"], "ci_low": rate["ci_low"], "ci_high": rate["ci_high"], "n": rate["contexts"],
+            "per_reply": rate["per_reply"]}
 
 
 def markdown(rows: Sequence[dict[str, Any]], label: str = "judge") -> str:

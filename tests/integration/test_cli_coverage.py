@@ -284,5 +284,14 @@ def test_agreement_command(tiny_blenderbot_path, tmp_path, capsys):
     rate = next(r for r in results["rows"] if r["measure"].startswith("generic"))
     assert rate["n"] == 4 and 0 <= rate["ci_low"] <= rate["value"] <= rate["ci_high"] <= 1
     assert set(rate["per_reply"]) == {"Yes.", "I don't know.", "That's cool.", "Haha, ok.", "Sure."}
-    assert "generic reply beats the human answer" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert "generic reply beats the human answer" in report
+    assert "| paper | usr-like | " + " | ".join(f"{v:.2f}" for v in rate["per_reply"].values()) + " |" in report
     assert "paper" in results["signatures"]
+    # the rate alone: the same row, nothing else measured
+    assert main(["agreement", str(data), "--presets", "paper", "--bootstrap", "50", "--seed", "3", "--generic-only",
+                 "-o", str(tmp_path / "alone"), "--model", str(tiny_blenderbot_path), "--device", "cpu",
+                 "--no-progress"]) == 0
+    alone = json.loads((tmp_path / "alone" / "results.json").read_text())["rows"]
+    assert [r["measure"] for r in alone] == ["generic reply beats the human answer"]
+    assert alone[0]["value"] == rate["value"] and alone[0]["per_reply"] == rate["per_reply"]
