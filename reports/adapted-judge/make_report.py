@@ -44,6 +44,11 @@ on them. Scoring: the paper's settings (preset `paper`: its five follow-ups, sum
 |---|---|---|---|---|---|---|---|
 {chr(10).join(adaptations)}
 
+Wall time on the machine that ran it (2 CPU cores). A rerun gives the same held-out losses to four
+decimals but not bit-identical weights (the CPU's float reductions vary with thread scheduling), so
+its digest differs: the digest, which FULL's signature carries as `+adapted:`, names the judge
+measured below.
+
 ## Agreement with people
 
 Spearman with the human ratings (FED: Overall; USR: the set's rating), 95% percentile bootstrap
