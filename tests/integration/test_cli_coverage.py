@@ -96,6 +96,7 @@ COVERAGE: dict[str, dict[str, str]] = {
         "--presets": "test_cli_coverage::test_agreement_command",
         "--bootstrap": "test_cli_coverage::test_agreement_command",
         "--replies": "test_cli_coverage::test_agreement_command",
+        "--generic-only": "test_cli_coverage::test_agreement_command",
         "--seed": "test_cli_coverage::test_agreement_command",
         "--output": "test_cli_coverage::test_agreement_command",
     },
