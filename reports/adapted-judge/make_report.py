@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from full_metric.research.agreement import markdown
@@ -22,6 +23,7 @@ def main() -> None:
         results = json.loads((HERE / folder / "results.json").read_text(encoding="utf-8"))
         rows += [{**row, "judge": label} for row in results["rows"]]
         lines.append(f"- {label}: `{results['command']}`; signature `{results['signatures']['paper']}`")
+    changes = _changes(rows, list(JUDGES))
     adaptations = []
     for budget in ("20000", "40000"):
         record = json.loads((HERE / f"adaptation-{budget}.json").read_text(encoding="utf-8"))
@@ -58,6 +60,11 @@ contexts with a human-written answer, the share of the generic replies "Yes." an
 that FULL scores above that answer (lower is better).
 
 {markdown(rows, "judge")}
+
+Each adapted judge against the base (difference of the point estimates; *apart*: the two 95%
+intervals do not overlap):
+
+{changes}
 {f"{chr(10)}Not measured in this run: {', '.join(missing)} (`reproduce.sh` measures them).{chr(10)}" if missing else ""}
 ## Commands and signatures
 
@@ -65,6 +72,24 @@ that FULL scores above that answer (lower is better).
 """
     (HERE / "report.md").write_text(text, encoding="utf-8")
     print(f"wrote {HERE / 'report.md'}")
+
+
+def _changes(rows: list[dict], labels: list[str]) -> str:
+    """A Markdown table of each adapted judge's change against the base, per measure."""
+    base, adapted = labels[0], [label for label in labels[1:] if any(r["judge"] == label for r in rows)]
+    find = {(r["judge"], r["data_set"], r["level"], r["measure"]): r for r in rows}
+    lines = ["| data set | level | measure | " + " | ".join(adapted) + " |", "|---|---|---|" + "---|" * len(adapted)]
+    for key in dict.fromkeys((r["data_set"], r["level"], r["measure"]) for r in rows if r["judge"] == base):
+        cells, first = [], find[(base, *key)]
+        for label in adapted:
+            other = find.get((label, *key))
+            if other is None:
+                cells.append("")
+                continue
+            apart = not math.isnan(first["ci_low"]) and (other["ci_low"] > first["ci_high"] or other["ci_high"] < first["ci_low"])
+            cells.append(f"{other['value'] - first['value']:+.2f}{' (apart)' if apart else ''}")
+        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {' | '.join(cells)} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
