@@ -202,7 +202,7 @@ def floor_flops(model: Any, context_lengths: list[int], target_lengths: list[int
 
 def prepare(args: argparse.Namespace) -> tuple[FullScorer, list[tuple[list[str], str | None]], list[Any], list[Any]]:
     """The scorer, the FED items, and the encoded contexts and follow-up targets shared by all rows."""
-    scorer = make_scorer(args.model, args.device, args.dtype, args.batch_size, getattr(args, "saved", None))
+    scorer = make_scorer(args.model, args.device, args.dtype, args.batch_size, args.saved)
     items = read_fed(args.data, args.limit, args.level)
     targets = [scorer.renderer.target_ids(f) for f in scorer.follow_ups]
     limit = scorer._context_limit(targets)

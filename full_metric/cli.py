@@ -477,7 +477,7 @@ def _study(args: argparse.Namespace) -> int:
 
 
 def _agreement(args: argparse.Namespace) -> int:
-    from .research.agreement import GENERIC_REPLIES, agreement, markdown
+    from .research.agreement import GENERIC_REPLIES, agreement, markdown, per_reply_markdown
 
     rows, signatures = [], {}
     replies = tuple(args.replies or GENERIC_REPLIES)
@@ -497,10 +497,7 @@ def _agreement(args: argparse.Namespace) -> int:
             f"Generic replies: {', '.join(repr(r) for r in replies)}; the rate is the share of (context, "
             "generic reply) pairs where the reply outscores the human-written answer.\n\n"
             + markdown(rows, "preset") + "\n\nEach generic reply on its own (share of the human-written answers it "
-            "outscores):\n\n| preset | data set | " + " | ".join(replies) + " |\n|---|---|" + "---|" * len(replies)
-            + "".join(f"\n| {r['preset']} | {r['data_set']} | " + " | ".join(f"{r['per_reply'][x]:.2f}" for x in replies)
-                      + " |" for r in rows if "per_reply" in r)
-            + "\n\nSignatures:\n\n"
+            "outscores):\n\n" + per_reply_markdown(rows, replies, "preset") + "\n\nSignatures:\n\n"
             + "".join(f"- {p}: `{s}`\n" for p, s in signatures.items()))
     (folder / "report.md").write_text(text, encoding="utf-8")
     print(markdown(rows, "preset"))

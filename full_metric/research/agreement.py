@@ -93,35 +93,35 @@ def agreement(
         items = [i for i in data.level(level) if aspect in i.ratings]
         if not items:
             continue
-        if generic_only:
-            rate = generic_reply_rate(scorer, items, replies, bootstrap=bootstrap, seed=seed)
-            rows.append(_rate_row(name, rate))
-            continue
-        scores = score_items(scorer, items).scores
-        pooled = correlate(scores, [i.ratings[aspect] for i in items], methods=("spearman",), bootstrap=bootstrap,
-                           seed=seed)["spearman"]
-        rows.append({"data_set": name, "level": level, "measure": "Spearman, pooled", "value": pooled.value,
-                     "ci_low": pooled.ci_low, "ci_high": pooled.ci_high, "n": pooled.n})
-        if level == "turn" and not fed:
-            rows.append({"data_set": name, "level": level, "measure": "Spearman, within context",
-                         **within_context(items, scores, aspect, bootstrap=bootstrap, seed=seed)})
-        systems = [i for i in items if i.system is not None]
-        if len({i.system for i in systems}) >= 3:
-            kept = [s for i, s in zip(items, scores) if i.system is not None]
-            row = system_agreement(systems, kept, aspect, resamples=bootstrap, seed=seed)
-            rows.append({"data_set": name, "level": level, "measure": "Spearman, over systems",
-                         "value": row["spearman"], "ci_low": float("nan"), "ci_high": float("nan"),
-                         "n": len(row["systems"])})
+        scores = None if generic_only else score_items(scorer, items).scores
+        if scores is not None:
+            rows += _correlation_rows(name, level, items, scores, aspect, fed, bootstrap, seed)
         if level == "turn":
             rate = generic_reply_rate(scorer, items, replies, scores=scores, bootstrap=bootstrap, seed=seed)
-            rows.append(_rate_row(name, rate))
+            rows.append({"data_set": name, "level": level, "measure": "generic reply beats the human answer",
+                         "value": rate["rate"], "ci_low": rate["ci_low"], "ci_high": rate["ci_high"],
+                         "n": rate["contexts"], "per_reply": rate["per_reply"]})
     return rows
 
 
-def _rate_row(name: str, rate: dict[str, Any]) -> dict[str, Any]:
-    return {"data_set": name, "level": "turn", "measure": "generic reply beats the human answer",
-            "value": rate["rate"], "ci_low": rate["ci_low"], "ci_high": rate["ci_high"], "n": rate["contexts"],
-            "per_reply": rate["per_reply"]}
+def _correlation_rows(name: str, level: str, items: Sequence[RatedItem], scores: Sequence[float], aspect: str,
+                      fed: bool, bootstrap: int, seed: int) -> list[dict[str, Any]]:
+    """Spearman pooled, within context (USR turn level) and over systems (three or more) for one level."""
+    pooled = correlate(scores, [i.ratings[aspect] for i in items], methods=("spearman",), bootstrap=bootstrap,
+                       seed=seed)["spearman"]
+    rows = [{"data_set": name, "level": level, "measure": "Spearman, pooled", "value": pooled.value,
+             "ci_low": pooled.ci_low, "ci_high": pooled.ci_high, "n": pooled.n}]
+    if level == "turn" and not fed:
+        rows.append({"data_set": name, "level": level, "measure": "Spearman, within context",
+                     **within_context(items, scores, aspect, bootstrap=bootstrap, seed=seed)})
+    systems = [i for i in items if i.system is not None]
+    if len({i.system for i in systems}) >= 3:
+        kept = [s for i, s in zip(items, scores) if i.system is not None]
+        row = system_agreement(systems, kept, aspect, resamples=bootstrap, seed=seed)
+        rows.append({"data_set": name, "level": level, "measure": "Spearman, over systems",
+                     "value": row["spearman"], "ci_low": float("nan"), "ci_high": float("nan"),
+                     "n": len(row["systems"])})
+    return rows
 
 
 def markdown(rows: Sequence[dict[str, Any]], label: str = "judge") -> str:
@@ -140,4 +140,12 @@ def markdown(rows: Sequence[dict[str, Any]], label: str = "judge") -> str:
             else:
                 cells.append(f"{row['value']:.2f} [{row['ci_low']:.2f}, {row['ci_high']:.2f}]")
         lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {' | '.join(cells)} |")
+    return "\n".join(lines)
+
+
+def per_reply_markdown(rows: Sequence[dict[str, Any]], replies: Sequence[str], label: str = "judge") -> str:
+    """Each generic reply's own rate, one line per (``label`` value, data set) with a rate row."""
+    lines = [f"| {label} | data set | {' | '.join(replies)} |", "|---|---|" + "---|" * len(replies)]
+    lines += [f"| {r[label]} | {r['data_set']} | " + " | ".join(f"{r['per_reply'][x]:.2f}" for x in replies) + " |"
+              for r in rows if "per_reply" in r]
     return "\n".join(lines)
