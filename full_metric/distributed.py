@@ -120,3 +120,22 @@ def merge_results(results: Sequence[Any]) -> Any:
         dropped_tokens=[d for r in results for d in r.dropped_tokens],
         category_scores={k: [v for r in results for v in r.category_scores[k]] for k in first.category_scores},
     )
+
+
+def merge_in_order(parts: Sequence[tuple[Sequence[int], Any]]) -> Any:
+    """One :class:`~full_metric.result.FullResult` from the ranks' ``(indices, result)`` parts (each
+    result scores the items at its indices), its dialogs in index order: the order of the input,
+    whatever share each rank had. The indices must cover ``0 .. n-1`` exactly once."""
+    from dataclasses import replace
+
+    merged = merge_results([result for _, result in parts])
+    positions = [i for indices, _ in parts for i in indices]
+    if sorted(positions) != list(range(len(positions))) or len(positions) != len(merged.scores):
+        raise ValueError(f"the shares cover items {sorted(positions)}, not each of 0..{len(merged.scores) - 1} once")
+    order = sorted(range(len(positions)), key=positions.__getitem__)
+    pick = lambda values: [values[k] for k in order]  # noqa: E731
+    return replace(
+        merged, scores=pick(merged.scores), follow_up_log_likelihoods=pick(merged.follow_up_log_likelihoods),
+        dropped_tokens=pick(merged.dropped_tokens),
+        category_scores={k: pick(v) for k, v in merged.category_scores.items()},
+    )

@@ -59,13 +59,18 @@ class LoadedModel:
     @property
     def max_positions(self) -> int:
         """The most tokens the model's (encoder's) positions allow; the tokenizer's limit if none."""
-        config = self.model.config
-        for key in ("max_position_embeddings", "n_positions", "max_sequence_length"):
-            value = getattr(config, key, None)
-            if isinstance(value, int) and value > 0:
-                return value
-        limit = getattr(self.tokenizer, "model_max_length", None)
-        return int(limit) if isinstance(limit, int) and 0 < limit < 1_000_000 else 512
+        return max_positions(self.model.config, self.tokenizer)
+
+
+def max_positions(config: Any, tokenizer: Any) -> int:
+    """The most tokens a model's (encoder's) positions allow (its config), else its tokenizer's
+    limit, else 512."""
+    for key in ("max_position_embeddings", "n_positions", "max_sequence_length"):
+        value = getattr(config, key, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    limit = getattr(tokenizer, "model_max_length", None)
+    return int(limit) if isinstance(limit, int) and 0 < limit < 1_000_000 else 512
 
 
 _LOCKS: "weakref.WeakKeyDictionary[Any, threading.RLock]" = weakref.WeakKeyDictionary()

@@ -17,7 +17,10 @@ Renderings (``rendering=`` of :class:`~full_metric.FullScorer`):
   the follow-up as ``A``'s next line (its text and the closing newline are scored).
 - ``chat_template``: decoder-only models: the tokenizer's chat template, the response as the
   assistant's turn and the follow-up as the next user turn (its text and the end-of-turn token
-  are scored; the turn header belongs to the context).
+  are scored; the turn header belongs to the context). A template that refuses a conversation
+  opening with the assistant (Llama-2, Mistral, Gemma: "roles must alternate user/assistant")
+  gets :data:`USER_FIRST_PLACEHOLDER` as the user's first turn when the dialog would open with
+  the assistant; the signature then says ``render:chat_template+user-first``.
 - ``plain``: turns joined by newlines, the follow-up as the next line.
 - ``eos``: DialoGPT's format, every turn closed by the end-of-text token.
 - ``reference``: the authors' package ``full`` 0.0.3.1: ``"\\t" + "\\t".join(turns)`` with a
@@ -34,6 +37,37 @@ ENCODER_DECODER_RENDERINGS = ("blenderbot", "seq2seq", "reference")
 DECODER_ONLY_RENDERINGS = ("speaker", "chat_template", "plain", "eos")
 _BLENDERBOT_TYPES = ("blenderbot", "blenderbot-small", "blenderbot_small")
 _SENTINEL = "\x00FOLLOW-UP\x00"
+#: The user's turn put first when a strict chat template would otherwise see a conversation open
+#: with the assistant (an empty turn: it adds the template's markup and no words).
+USER_FIRST_PLACEHOLDER = ""
+#: How the signature's ``render:`` field names a rendering that put the placeholder first.
+USER_FIRST_TAG = "+user-first"
+
+
+def template_needs_user_first(tokenizer: Any) -> bool:
+    """Whether ``tokenizer``'s chat template refuses a conversation that opens with the assistant
+    (Llama-2-chat, Mistral-Instruct, Gemma raise "Conversation roles must alternate user/assistant/...")."""
+    if not getattr(tokenizer, "chat_template", None):
+        return False
+    probe = [{"role": "assistant", "content": "Hello."}, {"role": "user", "content": "Hi."}]
+    try:
+        tokenizer.apply_chat_template(probe, tokenize=False)
+    except Exception:  # noqa: BLE001 - jinja's TemplateError from raise_exception, whatever the template says
+        return True
+    return False
+
+
+def chat_messages(turns: Sequence[str], last_role: str, user_first: bool) -> list[dict[str, str]]:
+    """The turns as alternating chat messages, the last one spoken by ``last_role`` (``"assistant"``
+    or ``"user"``); with ``user_first``, :data:`USER_FIRST_PLACEHOLDER` as the user's first turn
+    when the conversation would otherwise open with the assistant. The one rule for the judge's
+    rendering and the trained model's prompt."""
+    other = "user" if last_role == "assistant" else "assistant"
+    last = len(turns) - 1
+    messages = [{"role": last_role if (last - i) % 2 == 0 else other, "content": t} for i, t in enumerate(turns)]
+    if user_first and messages and messages[0]["role"] != "user":
+        messages.insert(0, {"role": "user", "content": USER_FIRST_PLACEHOLDER})
+    return messages
 
 
 def default_rendering(
@@ -78,7 +112,14 @@ class Renderer:
         self.tokenizer = tokenizer
         self.rendering = rendering
         self.is_encoder_decoder = is_encoder_decoder
+        #: whether a dialog that would open with the assistant gets the user placeholder first
+        self.user_first = rendering == "chat_template" and template_needs_user_first(tokenizer)
         self._target_cache: dict[str, tuple[int, ...]] = {}
+
+    @property
+    def tag(self) -> str:
+        """The rendering as the signature names it (``chat_template+user-first`` when the placeholder is used)."""
+        return self.rendering + (USER_FIRST_TAG if self.user_first else "")
 
     # -- text ---------------------------------------------------------------------------------
     def context_text(self, turns: Sequence[str]) -> str:
@@ -117,10 +158,7 @@ class Renderer:
         return follow_up + self._chat_parts(["."])[1]
 
     def _chat_parts(self, turns: Sequence[str]) -> tuple[str, str]:
-        last = len(turns) - 1
-        messages = [
-            {"role": "assistant" if (last - i) % 2 == 0 else "user", "content": t} for i, t in enumerate(turns)
-        ]
+        messages = chat_messages(turns, "assistant", self.user_first)
         messages.append({"role": "user", "content": _SENTINEL})
         text = self.tokenizer.apply_chat_template(messages, tokenize=False)
         head, _, tail = text.rpartition(_SENTINEL)
@@ -151,30 +189,38 @@ class Renderer:
         special tokens the tokenizer adds around the text stay. The ``reference`` rendering
         cuts the end instead, as the authors' package did.
         """
-        text = self.context_text(turns)
-        tok = self.tokenizer
         add_special = self.is_encoder_decoder or self.rendering != "chat_template"
-        full = list(tok(text, add_special_tokens=add_special, verbose=False)["input_ids"])
-        head, body, tail = self._split_special(text, full) if add_special else ([], full, [])
-        keep = max_tokens - len(head) - len(tail)
-        if keep < 1:
-            raise ValueError(f"the context budget ({max_tokens} tokens) leaves no room for the dialog")
-        dropped = max(0, len(body) - keep)
-        if self.rendering == "reference":  # the package cut the end off (truncation on the right)
-            return EncodedDialog(tuple(head + body[:keep] + tail), dropped)
-        ids = head + body[dropped:] + tail
-        if not ids:  # a decoder-only model needs at least one token to predict from
-            start = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
-            if start is None:
-                raise ValueError("the dialog renders to no tokens and the tokenizer has no BOS or EOS token")
-            ids = [start]
-        return EncodedDialog(tuple(ids), dropped)
+        return encode_text(self.tokenizer, self.context_text(turns), max_tokens, add_special,
+                           keep="start" if self.rendering == "reference" else "end")
 
-    def _split_special(self, text: str, full: list[int]) -> tuple[list[int], list[int], list[int]]:
-        """Split ids into the special tokens the tokenizer added before and after the text's own."""
-        plain = list(self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
-        extra = len(full) - len(plain)
-        for start in range(extra + 1):
-            if full[start : start + len(plain)] == plain:
-                return full[:start], plain, full[start + len(plain) :]
-        return [], full, []
+
+def encode_text(tokenizer: Any, text: str, max_tokens: int, add_special_tokens: bool, keep: str = "end") -> EncodedDialog:
+    """Tokenise ``text`` keeping at most ``max_tokens`` tokens: its end (``keep="end"``: the oldest
+    tokens dropped, the newest turn kept) or its start (``"start"``: the ``reference`` rendering's
+    cut on the right). Special tokens the tokenizer adds around the text stay. The one truncation
+    of the judge's contexts and the trained model's prompts (:func:`full_metric.training.generate_responses`)."""
+    full = list(tokenizer(text, add_special_tokens=add_special_tokens, verbose=False)["input_ids"])
+    head, body, tail = _split_special(tokenizer, text, full) if add_special_tokens else ([], full, [])
+    room = max_tokens - len(head) - len(tail)
+    if room < 1:
+        raise ValueError(f"the context budget ({max_tokens} tokens) leaves no room for the dialog")
+    dropped = max(0, len(body) - room)
+    if keep == "start":
+        return EncodedDialog(tuple(head + body[:room] + tail), dropped)
+    ids = head + body[dropped:] + tail
+    if not ids:  # a decoder-only model needs at least one token to predict from
+        start = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+        if start is None:
+            raise ValueError("the dialog renders to no tokens and the tokenizer has no BOS or EOS token")
+        ids = [start]
+    return EncodedDialog(tuple(ids), dropped)
+
+
+def _split_special(tokenizer: Any, text: str, full: list[int]) -> tuple[list[int], list[int], list[int]]:
+    """Split ids into the special tokens the tokenizer added before and after the text's own."""
+    plain = list(tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
+    extra = len(full) - len(plain)
+    for start in range(extra + 1):
+        if full[start : start + len(plain)] == plain:
+            return full[:start], plain, full[start + len(plain) :]
+    return [], full, []

@@ -21,10 +21,13 @@ from .settings import BY_NAME, CALL_OPTIONS, check_known, check_settings, descri
 
 logger = logging.getLogger(__name__)
 
-#: Two short dialogs (turn level) that every scorer scores with its engine and with the oracle at load;
-#: a model with windowed attention also gets one dialog longer than its window (:meth:`FullScorer._window_dialog`).
+#: Short dialogs of both parities (turn level) that every scorer scores with its engine and with the
+#: oracle at load (an odd number of turns opens with the response's speaker: the case strict chat
+#: templates refuse); a model with windowed attention also gets one dialog longer than its window
+#: (:meth:`FullScorer._window_dialog`).
 SELF_CHECK_DIALOGS = (
     ("Hi! How was your weekend?", "Great, I went hiking in the mountains with my sister."),
+    ("I got a puppy!", "Oh wow, what breed?", "A beagle, she is very loud."),
     ("Do you like cooking?", "Not really.", "Why not? It can be fun.", "I always burn things, so I order food."),
 )
 #: The largest relative difference from the oracle the self-check accepts, by the model's dtype.
@@ -236,7 +239,7 @@ class FullScorer:
             revision=self.loaded.revision,
             dtype=str(self.loaded.dtype).removeprefix("torch."),
             engine=engine or self.engine,
-            rendering=self.rendering,
+            rendering=self.renderer.tag,
             truncation=self._truncation_tag(self._context_limit(targets)),
             max_turns=self.max_turns,
             follow_ups=follow_ups,

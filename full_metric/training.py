@@ -3,24 +3,27 @@
 
 The judge (the scorer's model) is loaded once, on first use, and kept for the whole run; it never
 trains (the scorer scores under ``torch.inference_mode``). Settings are the scorer's
-(:data:`full_metric.settings.SETTINGS`). On an accelerator the judge runs in bfloat16 unless a
-``dtype`` is given. Importing this module imports neither TRL nor ``evaluate``.
+(:data:`full_metric.settings.SETTINGS`). Where the judge runs is decided once, by
+:func:`judge_placement`: the trainer's device (or ``device="auto"``: the process's own GPU under
+``torchrun``), in bfloat16 on an accelerator unless a ``dtype`` is given. Importing this module
+imports neither TRL nor ``evaluate``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import math
+import re
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import torch
 
 from .comparison import mean_interval
-from .distributed import current_rank, gather_results, merge_results
+from .distributed import balanced_shares, current_rank, gather_results, merge_in_order
 from .inputs import check_turns
-from .rendering import Renderer, default_rendering
+from .models import max_positions, resolve_device
+from .rendering import Renderer, chat_messages, default_rendering, encode_text, template_needs_user_first
 from .result import FullResult
 from .scorer import FullScorer
 from .turns import split_turns
@@ -34,8 +37,9 @@ logger = logging.getLogger(__name__)
 
 #: The per-example table each evaluation writes: ``<output_dir>/full/step-<N>.jsonl``.
 TABLE_FOLDER = "full"
-#: Reward scales of :func:`full_reward`.
-REWARD_SCALES = ("raw", "group_z")
+#: The context a rank with no context of its own generates for, so that every rank calls
+#: ``generate`` the same number of times (its answer is discarded).
+FILLER_CONTEXT = ("Hi!",)
 
 
 def check_contexts(contexts: Any) -> list[list[str]]:
@@ -54,10 +58,25 @@ def check_contexts(contexts: Any) -> list[list[str]]:
     return checked
 
 
+def judge_placement(settings: dict[str, Any], trainer_device: torch.device | str | None = None) -> dict[str, Any]:
+    """The judge's ``device`` and ``dtype`` from its settings: a device given (other than
+    ``"auto"``) is kept; else the trainer's device; else the best available for this process
+    (:func:`~full_metric.models.resolve_device`: ``cuda:LOCAL_RANK`` under ``torchrun``). Without a
+    ``dtype``, bfloat16 on an accelerator (the model's own float32 on a CPU). The one rule of the
+    callback, :func:`full_compute_metrics` and :func:`full_reward`."""
+    device = settings.get("device")
+    if device in (None, "auto"):
+        device = trainer_device if trainer_device is not None else None
+    device = resolve_device(device)
+    dtype = settings.get("dtype")
+    if dtype is None and device.type != "cpu":
+        dtype = "bfloat16"
+    return {**settings, "device": str(device), "dtype": dtype}
+
+
 class LazyScorer:
     """A :class:`FullScorer` made on first use with these settings (once for the whole run), or
-    the one given. ``device`` / ``dtype`` left out follow the training: the trainer's device, and
-    bfloat16 on an accelerator."""
+    the one given, placed by :func:`judge_placement`."""
 
     def __init__(self, scorer: FullScorer | None = None, **settings: Any):
         if scorer is not None and settings:
@@ -69,12 +88,9 @@ class LazyScorer:
         self._scorer, self.settings, self.loads = scorer, settings, 0
 
     def get(self, device: torch.device | str | None = None) -> FullScorer:
+        """The judge; made on first call, on ``device`` (the trainer's) unless the settings name one."""
         if self._scorer is None:
-            settings = {"progress": False, **self.settings}
-            if device is not None and "device" not in settings:
-                settings["device"] = str(device)
-            if "dtype" not in settings and torch.device(settings.get("device") or "cpu").type not in ("cpu",):
-                settings["dtype"] = "bfloat16"
+            settings = judge_placement({"progress": False, **self.settings}, device)
             self._scorer = FullScorer(settings.pop("model", None), **settings)
             self.loads += 1
         return self._scorer
@@ -87,18 +103,35 @@ def summary(result: FullResult, prefix: str = "full") -> dict[str, Any]:
             f"{prefix}_n": len(result.scores), f"{prefix}_signature": result.signature}
 
 
-def prompt_text(tokenizer: Any, turns: list[str], encoder_decoder: bool) -> str:
-    """What the model being trained reads to answer: its chat template where the tokenizer has one,
-    else FULL's rendering of the dialog for its family (``B:`` answers ``A:`` for decoder-only)."""
+def prompt_text(tokenizer: Any, turns: Sequence[str], config: Any) -> str:
+    """What the model being trained (``config``: its ``model.config``) reads to answer: its chat
+    template where the tokenizer has one (the last turn the user's; a strict template gets the
+    judge's user-first placeholder, :func:`~full_metric.rendering.chat_messages`), else FULL's
+    rendering of the dialog for its model type (BlenderBot's own format for BlenderBot; ``B:``
+    answers ``A:`` for decoder-only)."""
     if getattr(tokenizer, "chat_template", None):
-        last = len(turns) - 1
-        messages = [{"role": "user" if (last - i) % 2 == 0 else "assistant", "content": t} for i, t in enumerate(turns)]
+        messages = chat_messages(turns, "user", template_needs_user_first(tokenizer))
         return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    if encoder_decoder:
-        return Renderer(tokenizer, default_rendering("", getattr(tokenizer, "name_or_path", ""), True), True) \
-            .context_text(turns)
+    if config.is_encoder_decoder:
+        rendering = default_rendering(config.model_type, getattr(tokenizer, "name_or_path", ""), True)
+        return Renderer(tokenizer, rendering, True).context_text(turns)
     last = len(turns) - 1
     return "\n".join([*(f"{'A' if (last - i) % 2 == 0 else 'B'}: {t}" for i, t in enumerate(turns)), "B:"])
+
+
+def prompt_limit(model: Any, tokenizer: Any, max_new_tokens: int) -> int:
+    """The most prompt tokens the model being trained reads: its positions (and its tokenizer's
+    limit), less the new tokens for a decoder-only model."""
+    limit = max_positions(model.config, tokenizer)
+    declared = getattr(tokenizer, "model_max_length", None)
+    if isinstance(declared, int) and 0 < declared < limit:
+        limit = declared
+    if not model.config.is_encoder_decoder:
+        limit -= max_new_tokens
+    if limit < 1:
+        raise ValueError(f"{max_new_tokens} new tokens leave no room for a prompt within the model's {limit + max_new_tokens} "
+                         "positions: lower max_new_tokens")
+    return limit
 
 
 def check_generation_tokenizer(tokenizer: Any) -> None:
@@ -111,36 +144,79 @@ def check_generation_tokenizer(tokenizer: Any) -> None:
                          "end-of-text token: generation cannot pad a batch or stop; set tokenizer.pad_token")
 
 
+def prompt_ids(model: Any, tokenizer: Any, contexts: Sequence[Sequence[str]], max_new_tokens: int) -> list[list[int]]:
+    """Each context's prompt as token ids, cut from the left to :func:`prompt_limit` (the newest
+    turn kept; special tokens the tokenizer adds stay), by the judge's own truncation
+    (:func:`~full_metric.rendering.encode_text`)."""
+    limit = prompt_limit(model, tokenizer, max_new_tokens)
+    special = not getattr(tokenizer, "chat_template", None)  # a chat template writes its own special tokens
+    out = []
+    for context in contexts:
+        ids = list(encode_text(tokenizer, prompt_text(tokenizer, context, model.config), limit, special).context_ids)
+        if special and not model.config.is_encoder_decoder:  # a decoder-only prompt ends where the answer starts
+            while len(ids) > 1 and ids[-1] == tokenizer.eos_token_id:
+                ids.pop()
+        out.append(ids)
+    return out
+
+
 @torch.no_grad()
 def generate_responses(
-    model: Any, tokenizer: Any, contexts: Sequence[list[str]], generation_kwargs: dict[str, Any] | None = None,
-    batch_size: int = 8,
+    model: Any, tokenizer: Any, contexts: Sequence[Sequence[str]], generation_kwargs: dict[str, Any] | None = None,
+    batch_size: int = 8, *, batches: int | None = None, prompts: list[str] | None = None,
 ) -> list[str]:
     """The model's answer to each context (greedy unless ``generation_kwargs`` say otherwise), its
-    first line, stripped; the model's mode (training or eval) is restored afterwards."""
+    first line, stripped; the model's mode (training or eval) is restored afterwards.
+
+    Prompts longer than the model's positions lose their oldest tokens. A batch is padded (on the
+    left for a decoder-only model) with the padding token, or the end-of-text token where there is
+    none; the tokenizer is read, never changed. ``batches``: call ``generate`` this many times
+    (at least as many as the contexts need; the extra calls answer :data:`FILLER_CONTEXT`, discarded),
+    so that every rank of a distributed run calls it equally often. ``prompts``: a list that
+    receives each context's prompt as the model read it (decoded)."""
     check_generation_tokenizer(tokenizer)
     encoder_decoder = bool(model.config.is_encoder_decoder)
     kwargs = {"max_new_tokens": 32, "do_sample": False, **(generation_kwargs or {})}
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    side = tokenizer.padding_side
+    needed = -(-len(contexts) // batch_size)
+    batches = needed if batches is None else batches
+    if batches < needed:
+        raise ValueError(f"{len(contexts)} contexts need {needed} batches of {batch_size}, not {batches}")
+    chunks = [list(contexts[k * batch_size : (k + 1) * batch_size]) or [list(FILLER_CONTEXT)] for k in range(batches)]
     was_training = model.training
     model.eval()
     answers: list[str] = []
     try:
-        tokenizer.padding_side = "right" if encoder_decoder else "left"  # a decoder-only prompt ends where generation starts
-        for start in range(0, len(contexts), batch_size):
-            texts = [prompt_text(tokenizer, list(c), encoder_decoder) for c in contexts[start : start + batch_size]]
-            batch = tokenizer(texts, return_tensors="pt", padding=True, truncation=True,
-                              add_special_tokens=not getattr(tokenizer, "chat_template", None)).to(model.device)
+        for k, chunk in enumerate(chunks):
+            ids = prompt_ids(model, tokenizer, chunk, kwargs["max_new_tokens"])
+            width = max(len(i) for i in ids)
+            fill = [[pad] * (width - len(i)) for i in ids]
+            mask = [[0] * len(f) + [1] * len(i) for i, f in zip(ids, fill)]
+            rows = [f + i for i, f in zip(ids, fill)]
+            if encoder_decoder:  # an encoder reads its prompt from the first position: pad on the right
+                rows = [i + f for i, f in zip(ids, fill)]
+                mask = [m[::-1] for m in mask]
+            batch = {"input_ids": torch.tensor(rows, device=model.device),
+                     "attention_mask": torch.tensor(mask, device=model.device)}
             out = model.generate(**batch, pad_token_id=pad, **kwargs)
-            new = out if encoder_decoder else out[:, batch["input_ids"].shape[1] :]
+            if k >= needed:
+                continue  # a filler batch: called for the other ranks' sake
+            if prompts is not None:
+                prompts.extend(tokenizer.batch_decode(ids))
+            new = out if encoder_decoder else out[:, width:]
             for text in tokenizer.batch_decode(new, skip_special_tokens=True):
                 line = next((x.strip() for x in text.strip().splitlines() if x.strip()), "")
                 answers.append(line or "...")  # FULL scores a non-empty response; an empty answer is scored as one
     finally:
-        tokenizer.padding_side = side
         model.train(was_training)
     return answers
+
+
+#: What the callback says when it has no trainer to log through (no ``report_to`` integration would
+#: receive ``eval_full``).
+NO_TRAINER = ("FullCallback needs the Trainer to log eval_full through (else no report_to integration receives "
+              "it): create the Trainer first, then FullCallback(..., trainer=trainer).attach(trainer) or "
+              "FullCallback(...).attach(trainer)")
 
 
 class FullCallback(TrainerCallback):
@@ -149,29 +225,37 @@ class FullCallback(TrainerCallback):
     It answers the held-out ``contexts`` with the model (greedy, ``generation_kwargs`` to change
     that; the chat template where the tokenizer has one), scores the answers with the judge and
     logs ``eval_full`` (the mean), ``eval_full_ci_low`` / ``eval_full_ci_high`` (its 95% interval),
-    ``eval_full_n`` and ``eval_full_signature``. With :meth:`attach` (``FullCallback(...).attach(trainer)``)
-    they go through ``trainer.log``, so every ``report_to`` integration receives them; they are
-    also added to the metrics ``trainer.evaluate()`` returns. The per-example table (context,
-    response, score) of each evaluation is written to ``<output_dir>/full/step-<N>.jsonl``. Under
-    ``torchrun`` / ``accelerate launch`` each rank answers and scores its share of the contexts and
-    every rank gets the gathered result (rank 0 writes the table).
+    ``eval_full_n`` and ``eval_full_signature`` through ``trainer.log``, so every ``report_to``
+    integration (TensorBoard, W&B...) receives them; they are also added to the metrics
+    ``trainer.evaluate()`` returns. A Trainer does not hand itself to its callbacks, so the callback
+    needs it: ``FullCallback(...).attach(trainer)`` (adds it too), or ``trainer=`` with
+    ``trainer.add_callback``. Passed only as ``Trainer(callbacks=[...])``, it refuses to run at
+    the start of training (and at an evaluation) with a message saying so.
+
+    The per-example table (context, the prompt the model read, response, score) of each evaluation
+    is written to ``<output_dir>/full/step-<N>.jsonl``, in the order of ``contexts``. Under
+    ``torchrun`` / ``accelerate launch`` each rank answers and scores an equal share of the contexts
+    (every rank calls ``generate`` equally often), and every rank gets the gathered result in the
+    order of ``contexts`` (rank 0 writes the table).
 
     Args:
         contexts: held-out contexts, each a list of turns (or a string with a turn per line).
         scorer: a :class:`FullScorer` to use as the judge; or, instead, the scorer's settings as
             keywords (``model=``, ``preset=``, ``dtype=``...), loaded once on first use on the
-            trainer's device.
+            trainer's device (:func:`judge_placement`).
+        trainer: the Trainer to log through (or call :meth:`attach`).
         tokenizer: the trained model's tokenizer (default: the Trainer's ``processing_class``).
         generation_kwargs: for ``model.generate`` (default: greedy, 32 new tokens).
-        every: score at every ``every``-th evaluation.
+        every: score at the 1st, ``every + 1``-th, ``2 * every + 1``-th... evaluation.
+        batch_size: contexts per ``generate`` call.
 
     Raises:
         TypeError, ValueError: no contexts, an empty context, bad settings: at construction.
     """
 
     def __init__(
-        self, contexts: Sequence[Any], scorer: FullScorer | None = None, *, tokenizer: Any = None,
-        generation_kwargs: dict[str, Any] | None = None, every: int = 1, **settings: Any,
+        self, contexts: Sequence[Any], scorer: FullScorer | None = None, *, trainer: Any = None, tokenizer: Any = None,
+        generation_kwargs: dict[str, Any] | None = None, every: int = 1, batch_size: int = 8, **settings: Any,
     ):
         from .settings import positive_int
 
@@ -180,34 +264,49 @@ class FullCallback(TrainerCallback):
         self.tokenizer = tokenizer
         self.generation_kwargs = dict(generation_kwargs or {})
         self.every = positive_int(every, "every")
-        self.trainer: Any = None
+        self.batch_size = positive_int(batch_size, "batch_size")
+        self.trainer: Any = trainer
         self.evaluations = 0
         if tokenizer is not None:
             check_generation_tokenizer(tokenizer)
 
     def attach(self, trainer: Any) -> "FullCallback":
-        """Add the callback to ``trainer`` and log through it (``trainer.log``); returns itself."""
+        """Log through ``trainer`` and add the callback to it (unless it is there already); returns itself."""
         self.trainer = trainer
-        trainer.add_callback(self)
+        if self not in trainer.callback_handler.callbacks:
+            trainer.add_callback(self)
         return self
 
+    def _check_trainer(self) -> None:
+        if self.trainer is None:
+            raise ValueError(NO_TRAINER)
+
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._check_trainer()
         check_generation_tokenizer(self.tokenizer or kwargs.get("processing_class"))
 
     def evaluate(self, model: Any, tokenizer: Any, device: Any = None) -> tuple[FullResult, list[dict[str, Any]]]:
         """Answer this rank's share of the contexts and score the answers; the result gathered from
-        every rank (in rank order) and its table (context, response, score)."""
+        every rank, and its table (context, prompt, response, score), in the order of the contexts."""
         rank = current_rank()
-        mine = self.contexts[rank.rank :: rank.world_size]
-        responses = generate_responses(model, tokenizer, mine, self.generation_kwargs)
+        shares = balanced_shares([1] * len(self.contexts), rank.world_size)  # sizes differ by one at most
+        indices = shares[rank.rank]
+        mine = [self.contexts[i] for i in indices]
+        batches = max(-(-len(share) // self.batch_size) for share in shares)
+        prompts: list[str] = []
+        responses = generate_responses(model, tokenizer, mine, self.generation_kwargs, self.batch_size,
+                                       batches=batches, prompts=prompts)
         result = self.judge.get(device).score(mine, responses)
-        parts = gather_results((result, mine, responses))
-        rows = [{"context": c, "response": r, "full": s}
-                for part, contexts, answers in parts for c, r, s in zip(contexts, answers, part.scores)]
-        return merge_results([part for part, _, _ in parts]), rows
+        parts = gather_results((indices, result, prompts, responses))
+        merged = merge_in_order([(i, r) for i, r, _, _ in parts])
+        by_index = {i: (p, a) for idx, _, ps, rs in parts for i, p, a in zip(idx, ps, rs)}
+        rows = [{"context": c, "prompt": by_index[k][0], "response": by_index[k][1], "full": s}
+                for k, (c, s) in enumerate(zip(self.contexts, merged.scores))]
+        return merged, rows
 
     def on_evaluate(self, args: Any, state: Any, control: Any, metrics: dict[str, Any] | None = None,
                     **kwargs: Any) -> None:
+        self._check_trainer()
         self.evaluations += 1
         if (self.evaluations - 1) % self.every:
             return
@@ -221,10 +320,7 @@ class FullCallback(TrainerCallback):
             folder.mkdir(parents=True, exist_ok=True)
             (folder / f"step-{state.global_step}.jsonl").write_text(
                 "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
-        if self.trainer is not None:
-            self.trainer.log(dict(logs))
-        else:
-            state.log_history.append({**logs, "step": state.global_step})
+        self.trainer.log(dict(logs))
 
 
 def full_compute_metrics(
@@ -252,34 +348,34 @@ def full_compute_metrics(
 
 def _messages_text(value: Any, where: str) -> tuple[list[str], bool]:
     """A prompt or completion as turns: plain text (one turn), or conversational messages (their
-    contents, system messages left out); and whether it held a user turn."""
+    contents; system messages and empty turns, such as a strict template's user-first placeholder,
+    left out); and whether it held a user turn."""
     if isinstance(value, str):
         return [value], True
     if isinstance(value, Sequence) and all(isinstance(m, dict) and "content" in m for m in value):
-        turns = [str(m["content"]) for m in value if m.get("role") != "system"]
+        turns = [str(m["content"]) for m in value if m.get("role") != "system" and str(m["content"]).strip()]
         return turns, any(m.get("role") == "user" for m in value)
     raise TypeError(f"{where} must be a string or a list of messages ({{'role': ..., 'content': ...}}), "
                     f"got {type(value).__name__}")
 
 
-def full_reward(scorer: FullScorer | None = None, *, scale: str = "raw", **settings: Any) -> Callable[..., list[float]]:
+def full_reward(scorer: FullScorer | None = None, **settings: Any) -> Callable[..., list[float]]:
     """A reward function for TRL (``GRPOTrainer(reward_funcs=[full_reward(...)])``): the FULL score
-    of each completion as the answer to its prompt.
+    of each completion as the answer to its prompt, unscaled.
 
-    Prompts and completions are plain text or conversational (lists of messages; the completion's
-    messages are its answer, a prompt needs a user turn). ``scale``: ``"raw"`` (the FULL score,
-    higher is better) or ``"group_z"`` (z-scored among the completions of the same prompt:
-    ``(s - mean) / std``, 0 where they all score the same). The judge is made once, on first call,
-    and shared by every call. ``scorer`` or the scorer's settings as for :class:`FullCallback`.
+    Prompts and completions are plain text or conversational (lists of messages; system messages
+    are left out of the context, the completion's messages are its answer, a prompt needs a user
+    turn). GRPO itself scales rewards among the completions of each prompt, over the completions
+    of all processes (``GRPOConfig(scale_rewards="group")``, its default), so this function does not
+    (a process sees only its own share of a group). The judge is made once, on first call, and
+    shared by every call. ``scorer`` or the scorer's settings as for :class:`FullCallback`.
     """
-    if scale not in REWARD_SCALES:
-        raise ValueError(f"unknown scale {scale!r}; choose one of {REWARD_SCALES}")
     judge = LazyScorer(scorer, **settings)
 
     def reward(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float]:
         if len(prompts) != len(completions):
             raise ValueError(f"got {len(prompts)} prompts but {len(completions)} completions; they must pair up")
-        contexts, responses, keys = [], [], []
+        contexts, responses = [], []
         for i, (prompt, completion) in enumerate(zip(prompts, completions)):
             turns, has_user = _messages_text(prompt, f"prompts[{i}]")
             if not has_user:
@@ -287,25 +383,43 @@ def full_reward(scorer: FullScorer | None = None, *, scale: str = "raw", **setti
             answer = " ".join(_messages_text(completion, f"completions[{i}]")[0]).strip()
             contexts.append(turns)
             responses.append(answer or "...")
-            keys.append(json.dumps(turns))
-        scores = judge.get().score(contexts, responses).scores
-        return scores if scale == "raw" else group_z(scores, keys)
+        return judge.get().score(contexts, responses).scores
 
     reward.__name__ = "full"  # TRL logs each reward under its function's name
     reward.judge = judge  # type: ignore[attr-defined]
     return reward
 
 
-def group_z(scores: Sequence[float], groups: Sequence[Any]) -> list[float]:
-    """Each score z-scored among the scores of its group (population standard deviation; 0 where a
-    group's scores are all equal)."""
-    members: dict[Any, list[float]] = {}
-    for score, group in zip(scores, groups):
-        members.setdefault(group, []).append(score)
+#: Answers counted as generic by :func:`answer_profile` (compared lower-cased, punctuation left out).
+GENERIC_ANSWERS = ("yes", "no", "i don't know", "i dont know", "ok", "okay", "sure", "i see", "me too", "thanks",
+                   "thank you", "yeah", "maybe", "i'm not sure", "haha", "haha ok", "lol", "cool", "nice",
+                   "that's cool", "that's nice", "that's great", "good", "great")
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[\w']+", text.lower())
+
+
+def answer_profile(answers: Sequence[str]) -> dict[str, float]:
+    """What a set of answers looks like: mean length in words, and the share of generic answers
+    (:data:`GENERIC_ANSWERS`), short ones (3 words or fewer) and repetitive ones (3 words or more,
+    half of them the same word): what a reward that can be gamed would push up."""
+    words = [_words(a) for a in answers]
+    n = max(len(answers), 1)
+    generic = {" ".join(_words(g)) for g in GENERIC_ANSWERS}
+    return {
+        "mean_words": sum(map(len, words)) / n,
+        "generic_share": sum(" ".join(w) in generic for w in words) / n,
+        "short_share": sum(len(w) <= 3 for w in words) / n,
+        "repetitive_share": sum(len(w) >= 3 and max(w.count(x) for x in w) * 2 >= len(w) for w in words) / n,
+    }
+
+
+def repetition_reward(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float]:
+    """A guard to give GRPO beside :func:`full_reward`: minus the share of repeated words in each
+    completion (0 for an answer without repeats, near -1 for "window window window...")."""
     out = []
-    for score, group in zip(scores, groups):
-        values = members[group]
-        mean = sum(values) / len(values)
-        std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
-        out.append(0.0 if std == 0 else (score - mean) / std)
+    for i, completion in enumerate(completions):
+        words = _words(" ".join(_messages_text(completion, f"completions[{i}]")[0]))
+        out.append(-(1 - len(set(words)) / len(words)) if words else 0.0)
     return out

@@ -1,8 +1,10 @@
 """Protects FULL inside training loops, each run for real with tiny models on the CPU: the Trainer
 callback (logged value equal to a direct score of the answers it generated, judge loaded once,
-the trained model's state kept), Seq2SeqTrainer's compute_metrics, the example script under
-``accelerate launch`` (two processes log what one does), a GRPOTrainer run with FULL as reward,
-and the bad inputs, refused before any model work."""
+the trained model's state kept, logged through on_log or refused), Seq2SeqTrainer's
+compute_metrics, the example script under a real 2-process ``torchrun`` (two processes log what one
+does, in input order), a GRPOTrainer run with FULL as reward, policies as users bring them (no
+padding token, prompts longer than the model's positions, BlenderBot without a chat template),
+the judge's placement, and the bad inputs, refused before any model work."""
 
 from __future__ import annotations
 
@@ -15,12 +17,13 @@ import pytest
 import torch
 
 from full_metric import FullScorer
-from full_metric.training import FullCallback, full_compute_metrics, full_reward, generate_responses, group_z
+from full_metric.training import FullCallback, full_compute_metrics, full_reward, generate_responses
 
 from ..helpers import run_checked
 
 REPO = Path(__file__).resolve().parents[2]
 CONTEXTS = [["Hi! How was your weekend?"], ["I just adopted a puppy!", "Oh wow! What breed?"], ["Do you cook?"]]
+FIVE_CONTEXTS = [*CONTEXTS, ["What is your favourite film?", "Probably Alien.", "Why that one?"], ["Good morning."]]
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +38,10 @@ def policy_folder(tmp_path_factory, tiny_models, tokenizer):
 def _training_args(tmp_path, **extra):
     from transformers import TrainingArguments
 
-    return TrainingArguments(output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=2, learning_rate=1e-3,
-                             eval_strategy="steps", eval_steps=1, logging_steps=1, save_strategy="no", report_to=[],
-                             use_cpu=True, disable_tqdm=True, **extra)
+    settings = dict(output_dir=str(tmp_path), max_steps=2, per_device_train_batch_size=2, learning_rate=1e-3,
+                    eval_strategy="steps", eval_steps=1, logging_steps=1, save_strategy="no", report_to=[],
+                    use_cpu=True, disable_tqdm=True)
+    return TrainingArguments(**{**settings, **extra})
 
 
 def _lm_data(tokenizer, n=4):
@@ -66,7 +70,7 @@ def test_the_callback_logs_what_a_direct_score_gives_and_loads_the_judge_once(
     probe = type("Probe", (TrainerCallback,), {"on_evaluate": lambda self, *a, model=None, **k: modes.append(
         (model.training, model.config.use_cache))})
     trainer.add_callback(probe())  # before FULL's
-    callback = FullCallback(CONTEXTS, model=str(tiny_blenderbot_path)).attach(trainer)
+    callback = FullCallback(CONTEXTS, model=str(tiny_blenderbot_path), device="auto").attach(trainer)
     trainer.add_callback(probe())  # after
     trainer.train()
     logged = [r for r in trainer.state.log_history if "eval_full" in r]
@@ -133,28 +137,35 @@ def test_seq2seq_compute_metrics_logs_full(tiny_blenderbot_path, tmp_path):
     assert any("eval_full" in r for r in trainer.state.log_history)
 
 
-def test_two_processes_log_what_one_logs(policy_folder, tiny_blenderbot_path, tmp_path):
-    """The example script under ``accelerate launch --num_processes 2`` (gloo on the CPU): each rank
-    answers and scores its share; the gathered FULL before training equals the one-process run's."""
+def test_two_real_processes_log_what_one_logs_in_input_order(policy_folder, tiny_blenderbot_path, tmp_path):
+    """The example script under ``torchrun --nproc_per_node 2`` (gloo on the CPU): two processes ran
+    (each prints its rank and the world size its process group reports), 5 contexts over 2 ranks
+    (uneven shares) all scored, FULL equal to the one-process run's and the table in input order."""
     import socket
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
+    contexts = tmp_path / "contexts.jsonl"
+    contexts.write_text("".join(json.dumps({"context": c, "response": "ok"}) + "\n" for c in FIVE_CONTEXTS))
     script = [str(REPO / "examples" / "train_with_full.py"), "--policy", str(policy_folder), "--judge",
-              str(tiny_blenderbot_path), "--steps", "2", "--eval-steps", "2"]
-    env = {"PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "PATH": str(Path(sys.executable).parent)}
-    one = run_checked([sys.executable, *script, "--output-dir", str(tmp_path / "one")], timeout=600, cwd=REPO,
-                      env={**_environ(), **env})
-    two = run_checked([str(Path(sys.executable).parent / "accelerate"), "launch", "--num_processes", "2",
-                       "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--cpu",
-                       "--main_process_port", str(port), *script, "--output-dir", str(tmp_path / "two")],
-                      timeout=600, cwd=REPO, env={**_environ(), **env})
-    single, double = (json.loads(done.stdout.strip().splitlines()[-1]) for done in (one, two))
-    assert double["before"]["eval_full_n"] == single["before"]["eval_full_n"] > 1
+              str(tiny_blenderbot_path), "--steps", "2", "--eval-steps", "2", "--contexts", str(contexts)]
+    env = {**_environ(), "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    one = run_checked([sys.executable, *script, "--output-dir", str(tmp_path / "one")], timeout=600, cwd=REPO, env=env)
+    two = run_checked([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port),
+                       *script, "--output-dir", str(tmp_path / "two")], timeout=600, cwd=REPO, env=env)
+    assert sorted(line for line in two.stdout.splitlines() if line.startswith("rank ")) == ["rank 0 of 2", "rank 1 of 2"]
+    assert [line for line in one.stdout.splitlines() if line.startswith("rank ")] == ["rank 0 of 1"]
+    single, double = (json.loads(next(x for x in reversed(done.stdout.splitlines()) if x.startswith("{")))
+                      for done in (one, two))
+    assert double["before"]["eval_full_n"] == single["before"]["eval_full_n"] == len(FIVE_CONTEXTS)
     assert double["before"]["eval_full"] == pytest.approx(single["before"]["eval_full"], rel=1e-5)
     assert double["before"]["eval_full_signature"] == single["before"]["eval_full_signature"]
-    assert double["logged"] and single["logged"]
+    assert [r["eval_full"] for r in double["logged"]] == pytest.approx([r["eval_full"] for r in single["logged"]], rel=1e-5)
+    tables = [[json.loads(x) for x in (tmp_path / run / "full" / "step-2.jsonl").read_text().splitlines()]
+              for run in ("one", "two")]
+    assert [row["context"] for row in tables[1]] == FIVE_CONTEXTS  # input order, every context
+    assert [row["full"] for row in tables[1]] == pytest.approx([row["full"] for row in tables[0]], rel=1e-5)
 
 
 def _environ():
@@ -201,11 +212,6 @@ def test_a_grpo_run_with_full_as_reward(policy_folder, tiny_blenderbot_path, tmp
         assert values == pytest.approx(scorer.score(contexts, answers).scores, rel=1e-6)
 
 
-def test_group_z_scales_within_each_prompt():
-    values = group_z([1.0, 3.0, 5.0, 5.0], ["a", "a", "b", "b"])
-    assert values == [-1.0, 1.0, 0.0, 0.0]
-
-
 # -- bad input, before any model work -----------------------------------------------------------
 @pytest.fixture
 def no_model(monkeypatch):
@@ -237,8 +243,6 @@ def test_bad_reward_calls_are_named(no_model):
     with pytest.raises(ValueError, match=r"prompts\[1\] has no user turn"):
         reward([[{"role": "user", "content": "Hi"}], [{"role": "system", "content": "Be nice."}]],
                [[{"role": "assistant", "content": "Hello"}], [{"role": "assistant", "content": "Hi"}]])
-    with pytest.raises(ValueError, match="unknown scale"):
-        full_reward(model="any/model", scale="rank")
     assert reward.judge.loads == 0
 
 
@@ -246,3 +250,241 @@ def test_importing_full_metric_does_not_import_trl():
     done = run_checked([sys.executable, "-c", "import sys, full_metric, full_metric.training; print('trl' in sys.modules)"],
                        timeout=120)
     assert done.stdout.strip() == "False"
+
+
+# -- policies as they are ----------------------------------------------------------------------
+@pytest.fixture
+def no_pad_tokenizer(tokenizer):
+    """A GPT-2 style tokenizer: an end-of-text token, no padding token."""
+    import copy
+
+    tok = copy.deepcopy(tokenizer)
+    tok.pad_token = None
+    assert tok.pad_token_id is None and tok.eos_token_id is not None
+    return tok
+
+
+def test_a_policy_without_padding_token_in_a_real_trainer_run_keeps_the_newest_turn(
+        tiny_models, no_pad_tokenizer, tiny_blenderbot_path, tmp_path):
+    """GPT-2 style tokenizer (no padding token) through FullCallback in a Trainer run; a context
+    longer than the policy's 96 positions keeps its newest turn in the prompt (read back from the
+    table); the tokenizer is as it was."""
+    from transformers import GPT2LMHeadModel, Trainer
+
+    tok = no_pad_tokenizer
+    model = GPT2LMHeadModel(tiny_models["gpt2"].config)
+    model.load_state_dict(tiny_models["gpt2"].state_dict())
+    long_context = [f"This is old turn number {k} about the harbour." for k in range(30)] + ["NEWEST turn: do you sail?"]
+    before = {k: getattr(tok, k) for k in ("pad_token", "padding_side", "truncation_side", "model_max_length")}
+    trainer = Trainer(model=model, args=_training_args(tmp_path), train_dataset=_lm_data(tok),
+                      eval_dataset=_lm_data(tok, 2), data_collator=_collate, processing_class=tok)
+    FullCallback([*CONTEXTS, long_context], model=str(tiny_blenderbot_path), generation_kwargs={"max_new_tokens": 4}) \
+        .attach(trainer)
+    trainer.train()
+    assert {k: getattr(tok, k) for k in before} == before
+    table = [json.loads(x) for x in (tmp_path / "full" / "step-2.jsonl").read_text().splitlines()]
+    prompt = table[-1]["prompt"]
+    assert "NEWEST turn: do you sail?" in prompt and "old turn number 0 " not in prompt
+    assert len(tok(prompt, add_special_tokens=False)["input_ids"]) <= 96 - 4
+    assert [row["context"] for row in table] == [*CONTEXTS, long_context]
+
+
+def test_generation_pads_with_end_of_text_and_restores_the_tokenizer(tiny_models, no_pad_tokenizer):
+    tok = no_pad_tokenizer
+    tok.padding_side, tok.truncation_side = "right", "right"
+    answers = generate_responses(tiny_models["llama"], tok, CONTEXTS, {"max_new_tokens": 3})
+    assert len(answers) == 3
+    assert (tok.pad_token, tok.padding_side, tok.truncation_side) == (None, "right", "right")
+
+
+def test_every_rank_calls_generate_equally_often(tiny_models, tokenizer, monkeypatch):
+    """5 contexts over 2 ranks, 2 per batch: shares of 3 and 2, so both ranks call generate twice
+    (the short share pads with a discarded filler batch); an empty share still calls it."""
+    model = tiny_models["llama"]
+    calls = []
+    real = model.generate
+    monkeypatch.setattr(model, "generate", lambda **kw: calls.append(kw["input_ids"].shape[0]) or real(**kw))
+    answers = generate_responses(model, tokenizer, FIVE_CONTEXTS[3:], {"max_new_tokens": 2}, batch_size=2, batches=2)
+    assert len(answers) == 2 and len(calls) == 2
+    calls.clear()
+    assert generate_responses(model, tokenizer, [], {"max_new_tokens": 2}, batch_size=2, batches=1) == []
+    assert len(calls) == 1
+    with pytest.raises(ValueError, match="need 2 batches"):
+        generate_responses(model, tokenizer, FIVE_CONTEXTS[:3], {"max_new_tokens": 2}, batch_size=2, batches=1)
+
+
+def test_the_callback_shares_the_contexts_so_that_ranks_generate_equally(tiny_models, tokenizer, tiny_blenderbot_path,
+                                                                         monkeypatch):
+    """Each rank of a (simulated) 2-process run: an equal number of generate calls, shares that
+    together hold every context once."""
+    import full_metric.training as training
+    from full_metric.distributed import Rank
+
+    model = tiny_models["llama"]
+    callback = FullCallback(FIVE_CONTEXTS, model=str(tiny_blenderbot_path), batch_size=2,
+                            generation_kwargs={"max_new_tokens": 2})
+    seen, calls = [], []
+    real = model.generate
+    monkeypatch.setattr(model, "generate", lambda **kw: calls.append(1) or real(**kw))
+
+    class Gathered(Exception):
+        """This rank's part reached the gathering: the rest needs the other rank."""
+
+    def gather(part):
+        seen.append(part)
+        raise Gathered
+
+    monkeypatch.setattr(training, "gather_results", gather)
+    for rank in (0, 1):
+        calls.clear()
+        monkeypatch.setattr(training, "current_rank", lambda rank=rank: Rank(rank, 2))
+        with pytest.raises(Gathered):
+            callback.evaluate(model, tokenizer)
+        assert len(calls) == 2, rank
+    assert sorted(i for indices, *_ in seen for i in indices) == list(range(5))
+
+
+def test_merge_in_order_puts_each_ranks_scores_back_in_input_order(tiny_blenderbot_path):
+    from full_metric.distributed import balanced_shares, merge_in_order
+
+    scorer = FullScorer(tiny_blenderbot_path, progress=False)
+    responses = ["Fine.", "A beagle.", "Sometimes.", "Alien.", "Morning!"]
+    whole = scorer.score(FIVE_CONTEXTS, responses)
+    for world in (2, 3):
+        shares = balanced_shares([1] * 5, world)
+        assert sorted(i for share in shares for i in share) == list(range(5))  # nothing dropped
+        assert max(map(len, shares)) - min(map(len, shares)) <= 1
+        parts = [(share, scorer.score([FIVE_CONTEXTS[i] for i in share], [responses[i] for i in share]))
+                 for share in shares]
+        for ordered in (parts, parts[::-1]):  # whatever order the ranks arrive in
+            merged = merge_in_order(ordered)
+            assert merged.scores == pytest.approx(whole.scores, rel=1e-6)
+            for got, want in zip(merged.follow_up_log_likelihoods, whole.follow_up_log_likelihoods, strict=True):
+                assert got == pytest.approx(want, rel=1e-6)
+    with pytest.raises(ValueError, match="not each of"):
+        merge_in_order([([0, 1], whole), ([1, 2, 3], whole)])
+
+
+def test_a_blenderbot_policy_without_chat_template_is_prompted_in_blenderbots_format(tiny_blenderbot_path):
+    from transformers import AutoConfig, AutoTokenizer
+
+    from full_metric.rendering import Renderer
+    from full_metric.training import prompt_text
+
+    tok = AutoTokenizer.from_pretrained(tiny_blenderbot_path)
+    tok.chat_template = None
+    config = AutoConfig.from_pretrained(tiny_blenderbot_path)
+    turns = ["I just adopted a puppy!", "Oh wow! What breed?"]
+    assert prompt_text(tok, turns, config) == Renderer(tok, "blenderbot", True).context_text(turns) \
+        == "I just adopted a puppy!   Oh wow! What breed?"
+
+
+def test_every_scores_the_first_and_every_nth_evaluation(policy_folder, tiny_blenderbot_path, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer
+
+    tokenizer = AutoTokenizer.from_pretrained(policy_folder)
+    trainer = Trainer(model=AutoModelForCausalLM.from_pretrained(policy_folder), args=_training_args(tmp_path, max_steps=4),
+                      train_dataset=_lm_data(tokenizer), eval_dataset=_lm_data(tokenizer, 2), data_collator=_collate,
+                      processing_class=tokenizer)
+    FullCallback(CONTEXTS[:1], model=str(tiny_blenderbot_path), every=2, generation_kwargs={"max_new_tokens": 2}) \
+        .attach(trainer)
+    trainer.train()
+    assert [r["step"] for r in trainer.state.log_history if "eval_full" in r] == [1, 3]
+
+
+# -- logging through on_log, or refusing -------------------------------------------------------
+def _recorder():
+    from transformers import TrainerCallback
+
+    class Recorder(TrainerCallback):  # what every report_to integration sees
+        def __init__(self):
+            self.logs = []
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            self.logs.append(dict(logs or {}))
+
+    return Recorder()
+
+
+def test_callbacks_given_to_the_trainer_reach_on_log_or_are_refused_before_training(
+        policy_folder, tiny_blenderbot_path, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer
+
+    from full_metric.training import NO_TRAINER
+
+    tokenizer = AutoTokenizer.from_pretrained(policy_folder)
+
+    def trainer_with(*callbacks):
+        return Trainer(model=AutoModelForCausalLM.from_pretrained(policy_folder), args=_training_args(tmp_path),
+                       train_dataset=_lm_data(tokenizer), eval_dataset=_lm_data(tokenizer, 2), data_collator=_collate,
+                       processing_class=tokenizer, callbacks=list(callbacks))
+
+    recorder = _recorder()
+    callback = FullCallback(CONTEXTS, model=str(tiny_blenderbot_path), generation_kwargs={"max_new_tokens": 2})
+    trainer = trainer_with(callback, recorder)  # the way callbacks are normally passed ...
+    with pytest.raises(ValueError, match="FullCallback needs the Trainer to log eval_full through"):
+        trainer.train()  # ... without the trainer to log through: refused before any step
+    assert trainer.state.global_step == 0 and not recorder.logs
+    assert "attach(trainer)" in NO_TRAINER
+
+    recorder = _recorder()
+    callback = FullCallback(CONTEXTS, model=str(tiny_blenderbot_path), generation_kwargs={"max_new_tokens": 2})
+    trainer = trainer_with(callback, recorder)
+    callback.attach(trainer)  # already in the list: not added twice
+    assert sum(cb is callback for cb in trainer.callback_handler.callbacks) == 1
+    trainer.train()
+    assert [r["eval_full_n"] for r in recorder.logs if "eval_full" in r] == [3, 3]  # one per evaluation, via on_log
+
+
+# -- the judge's placement: one rule for the three faces --------------------------------------
+def test_judge_placement_is_one_rule():
+    from full_metric.training import judge_placement
+
+    assert judge_placement({}, None)["device"] == "cpu"  # nothing given: the best here (no GPU)
+    assert judge_placement({"device": "auto"}, None) == {"device": "cpu", "dtype": None}
+    assert judge_placement({"device": "auto"}, "cuda:1") == {"device": "cuda:1", "dtype": "bfloat16"}
+    assert judge_placement({}, "cuda:0")["dtype"] == "bfloat16"  # an accelerator: bfloat16 ...
+    assert judge_placement({"dtype": "float32"}, "cuda:0")["dtype"] == "float32"  # ... unless dtype says otherwise
+    assert judge_placement({"device": "cpu"}, "cuda:0") == {"device": "cpu", "dtype": None}  # a device given is kept
+
+
+def test_device_auto_for_all_three_faces(tiny_blenderbot_path, tokenizer):
+    reward = full_reward(model=str(tiny_blenderbot_path), device="auto")
+    assert len(reward(["Hi!"], ["Hello."])) == 1
+    assert reward.judge.get().model.device.type == "cpu"
+    callback = FullCallback(CONTEXTS, model=str(tiny_blenderbot_path), device="auto")
+    assert callback.judge.get().model.device.type == "cpu"
+    metrics = full_compute_metrics(CONTEXTS[:1], tokenizer, model=str(tiny_blenderbot_path), device="auto")
+    ids = tokenizer(["Fine, thanks."])["input_ids"]
+    assert metrics(type("P", (), {"predictions": ids})())["full_n"] == 1
+
+
+def test_compute_metrics_drops_the_minus_100_padding(tiny_blenderbot_path, tokenizer):
+    import numpy as np
+
+    scorer = FullScorer(tiny_blenderbot_path, progress=False)
+    answers = ["Fine, thanks.", "A beagle, she is loud."]
+    ids = [tokenizer(a)["input_ids"] for a in answers]
+    width = max(map(len, ids))
+    padded = np.array([row + [-100] * (width - len(row)) for row in ids])
+    out = full_compute_metrics(CONTEXTS[:2], tokenizer, scorer)(type("P", (), {"predictions": (padded, None)})())
+    assert out["full"] == pytest.approx(scorer.score(CONTEXTS[:2], answers).mean, rel=1e-6)
+
+
+def test_the_reward_leaves_system_messages_out_and_is_unscaled(tiny_blenderbot_path):
+    """System messages are not part of the dialog the judge reads; the reward is the raw FULL score
+    (GRPO scales it per prompt over all processes: GRPOConfig(scale_rewards="group"), its default)."""
+    import dataclasses
+
+    from trl import GRPOConfig
+
+    scorer = FullScorer(tiny_blenderbot_path, progress=False)
+    reward = full_reward(scorer)
+    system = [{"role": "system", "content": "You are a pirate. Always answer in pirate speak."}]
+    user = [{"role": "user", "content": "Hi! How was your weekend?"}]
+    answers = [[{"role": "assistant", "content": "Great."}], [{"role": "assistant", "content": "Arr, grand."}]]
+    with_system = reward([system + user, system + user], answers)
+    assert with_system == pytest.approx(reward([user, user], answers), rel=1e-9)
+    assert with_system == pytest.approx(scorer.score([["Hi! How was your weekend?"]] * 2, ["Great.", "Arr, grand."]).scores,
+                                        rel=1e-9)  # raw: not z-scored within the prompt's group
+    assert {f.name: f.default for f in dataclasses.fields(GRPOConfig)}["scale_rewards"] == "group"
