@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 
 import torch
 
@@ -97,7 +98,8 @@ def main() -> None:
     after = measure(model, tokenizer, judge, contexts, args.max_completion_length)
     print(json.dumps({"before": before, "after": after, "contexts": contexts, "history": trainer.state.log_history,
                       "train_s": round(train_s, 1), "measure_s": round(measured_s, 1),
-                      "settings": {k: v for k, v in vars(args).items() if k != "output_dir"}}))
+                      "settings": {**{k: v for k, v in vars(args).items() if k != "output_dir"},
+                                   "policy": Path(args.policy).name}}))  # a folder's name, not this machine's path
 
 
 if __name__ == "__main__":

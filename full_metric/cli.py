@@ -160,6 +160,13 @@ def _parser() -> argparse.ArgumentParser:
     adapt.add_argument("--learning-rate", type=float, help="default 2e-4 for LoRA, 2e-5 for full fine-tuning")
     adapt.add_argument("--lora-rank", type=int, default=16)
     adapt.add_argument("--seed", type=int, default=0)
+    adapt.add_argument("--objective", choices=("dialogs", "complaints"), default="dialogs",
+                       help="dialogs: the language-modelling loss on whole dialogs (default); complaints: FULL's own "
+                            "question, pairs of a real next turn and a corrupted reply (docs/cli.md)")
+    adapt.add_argument("--max-pairs", type=int, default=2000, help="complaints: the training pair budget (default 2000)")
+    adapt.add_argument("--margin", type=float, default=1.0, help="complaints: the pairwise loss's margin (default 1.0)")
+    adapt.add_argument("--lm-weight", type=float, default=0.1,
+                       help="complaints: the weight of the language-modelling regulariser (default 0.1)")
     adapt.add_argument("--device", help="cpu, cuda... (default: cuda where there is one, else cpu)")
     adapt.add_argument("--no-progress", dest="progress", action="store_false", help="do not show a progress bar")
     study = commands.add_parser("study", help="compare FULL configurations on log-likelihood tables, leave one set out")
@@ -510,9 +517,12 @@ def _adapt(args: argparse.Namespace) -> int:
     done = adapt(args.model, args.dialogs, args.output, gguf_file=args.gguf_file, preset=args.preset,
                  rendering=args.rendering, method=args.method, max_tokens=args.max_tokens, held_out=args.held_out,
                  batch_size=args.batch_size, max_length=args.max_length, learning_rate=args.learning_rate,
-                 lora_rank=args.lora_rank, seed=args.seed, device=args.device, progress=args.progress)
+                 lora_rank=args.lora_rank, seed=args.seed, device=args.device, progress=args.progress,
+                 objective=args.objective, max_pairs=args.max_pairs, margin=args.margin, lm_weight=args.lm_weight)
+    pairs = (f"; held-out pair accuracy {done.held_out_pair_accuracy_before:.3f} -> {done.held_out_pair_accuracy_after:.3f}"
+             if done.objective == "complaints" else "")
     print(f"adapted {done.base_model} on {done.training_tokens} tokens in {done.seconds:.0f} s: held-out loss "
-          f"{done.held_out_loss_before:.4f} -> {done.held_out_loss_after:.4f}; wrote {args.output}", file=sys.stderr)
+          f"{done.held_out_loss_before:.4f} -> {done.held_out_loss_after:.4f}{pairs}; wrote {args.output}", file=sys.stderr)
     return 0
 
 

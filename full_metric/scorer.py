@@ -153,7 +153,7 @@ class FullScorer:
         :attr:`self_check_tolerance` falls back to the next candidate (with a warning); a generic
         engine that differs means no engine can score this model, and the scorer refuses it."""
         targets = [self.renderer.target_ids(f) for f in (*self.follow_ups, *self.positive_follow_ups)]
-        limit = self._context_limit(targets)
+        limit = self.context_limit(targets)
         dialogs = [*SELF_CHECK_DIALOGS, *filter(None, [self._window_dialog(limit)])]
         contexts = [self.renderer.encode(list(d), limit).context_ids for d in dialogs]
         kind = self.model.config.model_type
@@ -205,7 +205,7 @@ class FullScorer:
                "engine": "auto"}
         return {s.name: own[s.name] for s in CALL_OPTIONS}
 
-    def _context_limit(self, targets: Sequence[Sequence[int]]) -> int:
+    def context_limit(self, targets: Sequence[Sequence[int]]) -> int:
         """The most context tokens a dialog keeps with these targets."""
         if self.rendering == "reference":
             return int(self.tokenizer.model_max_length)
@@ -240,7 +240,7 @@ class FullScorer:
             dtype=str(self.loaded.dtype).removeprefix("torch."),
             engine=engine or self.engine,
             rendering=self.renderer.tag,
-            truncation=self._truncation_tag(self._context_limit(targets)),
+            truncation=self._truncation_tag(self.context_limit(targets)),
             max_turns=self.max_turns,
             follow_ups=follow_ups,
             positive_follow_ups=positive,
@@ -294,7 +294,7 @@ class FullScorer:
         scored = (*fus, *pos)
         with model_lock(self.model):
             targets = [self.renderer.target_ids(f) for f in scored]
-            limit = self._context_limit(targets)
+            limit = self.context_limit(targets)
             encoded = [self.renderer.encode(d, limit) for d in dialogs]
             unique: dict[tuple[int, ...], int] = {}
             for e in encoded:

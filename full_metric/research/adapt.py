@@ -24,14 +24,15 @@ import logging
 import random
 import shutil
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import torch
 from tqdm.auto import tqdm
 
 from ..dialog_files import check_row, read_rows
+from . import complaints
 from ..models import ADAPTATION_FILE
 from ..scorer import FullScorer
 from ..version import __version__
@@ -75,6 +76,23 @@ class Adaptation:
     seconds: float
     full_metric: str
     digest: str = ""
+    objective: str = "dialogs"
+    pairs: int = 0
+    held_out_pairs: int = 0
+    held_out_pair_accuracy_before: float | None = None
+    held_out_pair_accuracy_after: float | None = None
+    margin: float = 0.0
+    lm_weight: float = 0.0
+    corruption_mix: dict[str, float] = field(default_factory=dict)
+
+
+#: The objectives of :func:`adapt`: ``dialogs`` (the language-modelling loss on whole dialogs) and
+#: ``complaints`` (FULL's own question, :mod:`full_metric.research.complaints`).
+OBJECTIVES = ("dialogs", "complaints")
+#: Fields of :class:`Adaptation` that only the ``complaints`` objective sets: left out of a
+#: ``dialogs`` adaptation's digest, which stays what it was before they existed.
+COMPLAINT_FIELDS = ("objective", "pairs", "held_out_pairs", "held_out_pair_accuracy_before",
+                    "held_out_pair_accuracy_after", "margin", "lm_weight", "corruption_mix")
 
 
 def chitchat_dialogs() -> list[list[str]]:
@@ -120,24 +138,47 @@ def read_dialogs(sources: Sequence[str], *, split: str = "train") -> list[list[s
     return [d for d in dialogs if len(d) >= 2]
 
 
+#: Characters kept of a turn per token of ``max_length`` before rendering (a context turn keeps its
+#: end, a follow-up its start): far more than any tokenizer's longest token, so the cut never shortens
+#: what the tokens keep, and a 14,843-word message is not tokenised whole to keep 512 tokens of it.
+CHARS_PER_TOKEN = 16
+
+
 def _examples(
     scorer: FullScorer, dialogs: Iterable[list[str]], max_length: int
-) -> list[tuple[list[int], list[int]]]:
-    """(input ids, labels) per example in the scorer's rendering: the context as the scorer encodes
-    it (truncated as it truncates, from the left, to at most ``max_length`` tokens with its
-    follow-up), the last turn as a follow-up."""
-    out = []
+) -> Iterator[tuple[list[int], list[int]]]:
+    """(input ids, labels) per example in the scorer's rendering, one at a time: the context as the
+    scorer encodes it (truncated as it truncates, from the left, to at most ``max_length`` tokens
+    with its follow-up), the last turn as a follow-up (an encoder-decoder: one example per turn
+    after the first; its labels are exactly the follow-up's ids). Turns are cut to
+    :data:`CHARS_PER_TOKEN` characters per token of ``max_length`` before rendering."""
+    cap = CHARS_PER_TOKEN * max_length
     for dialog in dialogs:
         cuts = range(1, len(dialog)) if scorer.loaded.is_encoder_decoder else [len(dialog) - 1]
         for cut in cuts:
-            target = list(scorer.renderer.target_ids(dialog[cut]))[: max_length // 2]
-            limit = min(scorer._context_limit([target]), max(1, max_length - len(target)))
-            context = list(scorer.renderer.encode(dialog[:cut], limit).context_ids)
+            target = list(scorer.renderer.target_ids(dialog[cut][:cap]))[: max_length // 2]
+            limit = min(scorer.context_limit([target]), max(1, max_length - len(target)))
+            context = list(scorer.renderer.encode([t[-cap:] for t in dialog[:cut]], limit).context_ids)
             if scorer.loaded.is_encoder_decoder:
-                out.append((context, target))
+                yield context, target
             else:
-                out.append((context + target, context + target))
-    return out
+                yield context + target, context + target
+
+
+def _budgeted(examples: Iterable[tuple[list[int], list[int]]], max_tokens: int, encoder_decoder: bool,
+              progress: bool) -> tuple[list[tuple[list[int], list[int]]], int]:
+    """The examples in order until ``max_tokens`` tokens are taken (preparation stops there: the
+    rest is never rendered), and how many tokens they hold; a progress bar of the tokens prepared."""
+    taken, tokens = [], 0
+    with tqdm(total=max_tokens, disable=not progress, desc="preparing", unit="token") as bar:
+        for example in examples:
+            if tokens >= max_tokens:
+                break
+            size = len(example[0]) + (len(example[1]) if encoder_decoder else 0)
+            taken.append(example)
+            tokens += size
+            bar.update(min(size, max_tokens - bar.n))
+    return taken, tokens
 
 
 def _batches(examples: list[tuple[list[int], list[int]]], size: int, pad: int) -> list[dict[str, torch.Tensor]]:
@@ -216,12 +257,23 @@ def adapt(
     seed: int = 0,
     device: str | None = None,
     progress: bool = True,
+    objective: str = "dialogs",
+    max_pairs: int = 2000,
+    margin: float = 1.0,
+    lm_weight: float = 0.1,
+    corruption_mix: dict[str, float] | None = None,
 ) -> Adaptation:
     """Continue training a judge (a Hub id, a local folder, a GGUF file or a model object with its
     ``tokenizer``) on the dialogs of ``sources`` (see :func:`read_dialogs`) and write a folder
     ``FullScorer`` loads to ``output``; each example holds at most ``max_length`` tokens (the
     dialog's end: the oldest tokens dropped first, as the scorer drops them). Returns what it did
     (also in the folder).
+
+    ``objective="complaints"`` trains on pairs of a real next turn and a corrupted reply instead
+    (:mod:`full_metric.research.complaints`): at most ``max_pairs`` pairs, the pairwise loss with
+    ``margin`` plus ``lm_weight`` times the language-modelling loss of the real dialog,
+    ``corruption_mix`` the corruptions' weights (default :data:`complaints.DEFAULT_MIX`); the
+    held-out dialogs give held-out pairs whose accuracy is measured before and after.
 
     Raises:
         AdaptError, DialogFileError: before any training step: an output that exists, an unknown
@@ -233,6 +285,9 @@ def adapt(
         raise AdaptError(f"{output} exists; give a new folder for the adapted judge")
     if method not in METHODS:
         raise AdaptError(f"unknown method {method!r}; choose one of {METHODS}")
+    if objective not in OBJECTIVES:
+        raise AdaptError(f"unknown objective {objective!r}; choose one of {OBJECTIVES}")
+    mix = complaints.check_mix(corruption_mix or complaints.DEFAULT_MIX) if objective == "complaints" else {}
     if not 0 < held_out < 1:
         raise AdaptError(f"held_out must be a fraction between 0 and 1, got {held_out!r}")
     named_gguf = gguf_file is not None or (isinstance(model, str) and model.lower().endswith(".gguf"))
@@ -254,17 +309,32 @@ def adapt(
                         progress=False)
     name = scorer.loaded.name
     pad = scorer.pad_id
-    held_batches = _batches(_examples(scorer, dialogs[:n_held], max_length), batch_size, pad)
-    train_examples, tokens = [], 0
-    for dialog in dialogs[n_held:]:
-        for example in _examples(scorer, [dialog], max_length):
-            if tokens >= max_tokens:
-                break
-            train_examples.append(example)
-            tokens += len(example[0]) + (len(example[1]) if scorer.loaded.is_encoder_decoder else 0)
+    held_batches = _batches(list(_examples(scorer, dialogs[:n_held], max_length)), batch_size, pad)
+    pairs: list[complaints.Pair] = []
+    held_pairs: list[complaints.Pair] = []
+    if objective == "complaints":
+        try:
+            complaints.aggregate_tensor(torch.zeros(1, len(scorer.follow_ups) + len(scorer.positive_follow_ups)),
+                                        [1] * (len(scorer.follow_ups) + len(scorer.positive_follow_ups)),
+                                        scorer.aggregation, len(scorer.positive_follow_ups))
+        except ValueError as error:
+            raise AdaptError(str(error)) from None
+        if max_pairs < batch_size:
+            raise AdaptError(f"the budget of {max_pairs} pairs is smaller than one batch ({batch_size} pairs); "
+                             "raise --max-pairs or lower --batch-size")
+        pairs = complaints.make_pairs(dialogs[n_held : n_held + 2 * max_pairs], rng, mix)[:max_pairs]
+        held_pairs = complaints.make_pairs(dialogs[:n_held], random.Random(seed + 1), mix)
+        if len(pairs) < batch_size or not held_pairs:
+            raise AdaptError(f"{len(pairs)} training pair(s) and {len(held_pairs)} held-out pair(s): too few dialogs "
+                             "to train on FULL's question")
+        train_examples = [next(reversed(list(_examples(scorer, [[*p.context, p.real]], max_length)))) for p in pairs]
+        tokens = sum(len(i) + (len(t) if scorer.loaded.is_encoder_decoder else 0) for i, t in train_examples)
+    else:
+        train_examples, tokens = _budgeted(_examples(scorer, dialogs[n_held:], max_length), max_tokens,
+                                           scorer.loaded.is_encoder_decoder, progress)
     batches = _batches(train_examples, batch_size, pad)
     first = _tokens(batches[0])
-    if first > max_tokens:
+    if objective == "dialogs" and first > max_tokens:
         raise AdaptError(f"the budget of {max_tokens} tokens is smaller than one batch ({first} tokens in "
                          f"{len(train_examples[:batch_size])} examples); raise --max-tokens or lower --batch-size")
     on = scorer.model.device.type
@@ -284,16 +354,29 @@ def adapt(
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / 10))
     started = time.perf_counter()
     partial = output.parent / f".{output.name}.partial"
+    max_context = max_length if objective == "complaints" else None
+    accuracy_before = (complaints.pair_accuracy(scorer, judge, held_pairs, max_context, batch_size)
+                       if objective == "complaints" else None)
     try:
-        for batch in tqdm(batches, disable=not progress, desc="adapting", unit="batch"):
-            with torch.autocast(on, dtype=autocast, enabled=autocast is not None):
-                loss = judge(**{k: v.to(judge.device) for k, v in batch.items()}).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(judge.parameters(), 1.0)
-            optimizer.step()
-            schedule.step()
-            optimizer.zero_grad(set_to_none=True)
+        if objective == "complaints":
+            with tqdm(total=len(pairs), disable=not progress, desc="adapting (complaints)", unit="pair") as bar:
+                for start, batch in zip(range(0, len(pairs), batch_size), batches):
+                    chunk = pairs[start : start + batch_size]
+                    with torch.autocast(on, dtype=autocast, enabled=autocast is not None):
+                        loss = complaints.pair_loss(complaints.pair_margins(scorer, judge, chunk, max_context), margin)
+                        if lm_weight:
+                            loss = loss + lm_weight * judge(**{k: v.to(judge.device) for k, v in batch.items()}).loss
+                    _step(judge, loss, optimizer, schedule)
+                    bar.update(len(chunk))
+                    bar.set_postfix(loss=f"{float(loss.detach()):.3f}")
+        else:
+            for batch in tqdm(batches, disable=not progress, desc="adapting", unit="batch"):
+                with torch.autocast(on, dtype=autocast, enabled=autocast is not None):
+                    loss = judge(**{k: v.to(judge.device) for k, v in batch.items()}).loss
+                _step(judge, loss, optimizer, schedule)
         after = _loss(judge, held_batches, autocast)
+        accuracy_after = (complaints.pair_accuracy(scorer, judge, held_pairs, max_context, batch_size)
+                          if objective == "complaints" else None)
         merged = judge.merge_and_unload() if method == "lora" else judge
         merged.eval()
         if getattr(merged, "hf_quantizer", None) is not None:  # a GGUF judge, de-quantized at load: plain weights now
@@ -310,7 +393,13 @@ def adapt(
             autocast=str(autocast).removeprefix("torch.") if autocast else "none", steps=len(batches),
             seconds=time.perf_counter() - started, full_metric=__version__,
         )
-        settings = {k: v for k, v in asdict(record).items() if k not in ("seconds", "digest")}
+        if objective == "complaints":
+            record.objective, record.pairs, record.held_out_pairs = objective, len(pairs), len(held_pairs)
+            record.held_out_pair_accuracy_before, record.held_out_pair_accuracy_after = accuracy_before, accuracy_after
+            record.margin, record.lm_weight, record.corruption_mix = margin, lm_weight, mix
+        skip = ("seconds", "digest", "held_out_pair_accuracy_before", "held_out_pair_accuracy_after",
+                *(COMPLAINT_FIELDS if objective == "dialogs" else ()))
+        settings = {k: v for k, v in asdict(record).items() if k not in skip}
         record.digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
         shutil.rmtree(partial, ignore_errors=True)
         merged.save_pretrained(partial)
@@ -324,10 +413,21 @@ def adapt(
     return record
 
 
+def _step(judge: Any, loss: torch.Tensor, optimizer: Any, schedule: Any) -> None:
+    """One optimisation step: backward, gradients clipped to norm 1, step, schedule, gradients dropped."""
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(judge.parameters(), 1.0)
+    optimizer.step()
+    schedule.step()
+    optimizer.zero_grad(set_to_none=True)
+
+
 def card(record: Adaptation) -> str:
     """The adapted judge's model card."""
     settings = "\n".join(f"| {k} | {v} |" for k, v in asdict(record).items()
-                         if k not in ("held_out_loss_before", "held_out_loss_after", "digest"))
+                         if k not in ("held_out_loss_before", "held_out_loss_after", "digest",
+                                      "held_out_pair_accuracy_before", "held_out_pair_accuracy_after")
+                         and not (record.objective == "dialogs" and k in COMPLAINT_FIELDS[1:]))
     return f"""---
 library_name: transformers
 tags: [full-metric, dialog-evaluation, adapted-judge]
@@ -340,6 +440,8 @@ FULL's `{record.rendering}` rendering writes them, so that the judge reads dialo
 scored in. Score with it as with any model: `full-metric score ... --model THIS_FOLDER`,
 `evaluate.load("full", model="THIS_FOLDER")`, or the app's `FULL_MODEL`.
 
+Objective: `{record.objective}`.{_pairs_line(record)}
+
 Held-out loss (mean token cross-entropy, nats, {record.held_out_examples} held-out examples):
 **{record.held_out_loss_before:.4f}** before, **{record.held_out_loss_after:.4f}** after.
 
@@ -350,3 +452,11 @@ Adaptation digest: `{record.digest}` (FULL's signature carries it: `model:<folde
 {settings}
 """
 
+
+
+def _pairs_line(record: Adaptation) -> str:
+    if record.objective != "complaints":
+        return ""
+    return (f" Trained on {record.pairs:,} pairs of a real next turn and a corrupted reply (FULL's score of the real "
+            f"one pushed above the corrupted one's); on {record.held_out_pairs} held-out pairs FULL preferred the real "
+            f"turn in **{record.held_out_pair_accuracy_before:.1%}** before and **{record.held_out_pair_accuracy_after:.1%}** after.")

@@ -27,4 +27,5 @@ python - "$OUT/wall.json" $(( $(date +%s) - start )) <<'PY'
 import json, sys
 record = json.load(open(sys.argv[1])); record["grpo_wall_s"] = int(sys.argv[2]); json.dump(record, open(sys.argv[1], "w"))
 PY
+python "$OUT/gaming_probe.py" > /dev/null
 python "$OUT/make_report.py"

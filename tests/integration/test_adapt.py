@@ -2,7 +2,9 @@
 seq2seq judge trained with LoRA and with full fine-tuning lower their held-out loss on repeated
 text, write a folder FullScorer loads, whose signature names the adaptation and whose scores
 differ from the base model's; bad input and untrainable models are refused before any training
-step; an interrupted run leaves no folder."""
+step; an interrupted run leaves no folder; held-out dialogs never reach training, the budget
+bounds preparation. The ``complaints`` objective: its differentiable score is the scorer's, it
+raises held-out pair accuracy on a toy set whose real replies are learnable."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import torch
 
 from full_metric import FullScorer
 from full_metric.cli import main
+from full_metric.research import adapt as adapt_module
 from full_metric.research.adapt import AdaptError, adapt, read_dialogs
 
 DIALOG = {"context": ["Hi! How was your weekend?", "Great, I went hiking. And yours?"],
@@ -72,7 +75,8 @@ def test_the_command_line_adapts(repeated, tiny_blenderbot_path, tmp_path, capsy
 def test_the_chitchat_package_is_a_source():
     pytest.importorskip("chitchat_dataset")
     dialogs = read_dialogs(["chitchat"])
-    assert len(dialogs) > 4000 and all  # of 7,168 conversations, 4,018 have two messages or more(len(d) >= 2 and all(t.strip() for t in d) for d in dialogs)
+    assert len(dialogs) > 4000  # of 7,168 conversations, 4,018 have two messages or more
+    assert all(len(d) >= 2 and all(t.strip() for t in d) for d in dialogs)
 
 
 # -- refused before any training step ------------------------------------------------------------
@@ -138,3 +142,168 @@ def test_a_gguf_judge_is_adapted_and_saved(smollm2_gguf, repeated, tmp_path):
     assert done.held_out_loss_after < done.held_out_loss_before and done.rendering == "chat_template"
     adapted = FullScorer(str(out), progress=False)
     assert f"+adapted:{done.digest}|" in adapted.signature() and adapted.rendering == "chat_template"
+
+
+# -- what reaches training ----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def distinct(tmp_path_factory) -> Path:
+    """Sixty dialogs of ten turns, each turn naming its dialog (so a rendered example says which)."""
+    path = tmp_path_factory.mktemp("distinct") / "distinct.jsonl"
+    rows = [{"context": [f"dialog {d} turn {t} about the harbour" for t in range(9)], "response": f"dialog {d} ends"}
+            for d in range(60)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_held_out_dialogs_never_reach_training(distinct, tiny_blenderbot_path, tmp_path, monkeypatch):
+    seen: list[list[list[str]]] = []
+    real = adapt_module._examples
+
+    def recorded(scorer, dialogs, max_length):
+        dialogs = list(dialogs)
+        seen.append(dialogs)
+        return real(scorer, dialogs, max_length)
+
+    monkeypatch.setattr(adapt_module, "_examples", recorded)
+    adapt(str(tiny_blenderbot_path), [str(distinct)], tmp_path / "j", max_tokens=100_000, held_out=0.1, batch_size=8,
+          method="full", progress=False)
+    held, trained = seen[0], seen[1]
+    assert len(held) == 6 and len(trained) == 54
+    assert not {d[-1] for d in held} & {d[-1] for d in trained}
+
+
+def test_seq2seq_labels_are_exactly_the_follow_ups_ids(tiny_blenderbot_path):
+    scorer = FullScorer(tiny_blenderbot_path, progress=False)
+    dialog = ["Hi! How was your weekend?", "Great, I went hiking.", "Where did you go?"]
+    examples = list(adapt_module._examples(scorer, [dialog], 128))
+    assert len(examples) == 2  # one per turn after the first
+    for cut, (context, labels) in zip((1, 2), examples):
+        assert labels == list(scorer.renderer.target_ids(dialog[cut]))
+        assert context == list(scorer.renderer.encode(dialog[:cut], scorer.context_limit([labels])).context_ids)
+
+
+def test_a_failure_while_writing_leaves_no_partial_folder(repeated, tiny_blenderbot_path, tmp_path, monkeypatch):
+    from transformers import PreTrainedModel
+
+    def broken(self, *args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(PreTrainedModel, "save_pretrained", broken)
+    with pytest.raises(OSError, match="disk full"):
+        adapt(str(tiny_blenderbot_path), [str(repeated)], tmp_path / "judge", max_tokens=3000, batch_size=4,
+              method="full", progress=False)
+    assert list(tmp_path.iterdir()) == []  # neither the judge nor .judge.partial
+
+
+def test_the_budget_bounds_preparation(distinct, tiny_blenderbot_path, tmp_path, monkeypatch):
+    """An encoder-decoder judge makes an example per turn (540 here); a budget of 2,000 tokens renders
+    the held-out ones and the training ones it takes (and one more), never the rest of the corpus."""
+    from full_metric.rendering import Renderer
+
+    calls = []
+    real = Renderer.encode
+    monkeypatch.setattr(Renderer, "encode", lambda self, turns, *a, **k: calls.append(list(turns)) or real(self, turns, *a, **k))
+    done = adapt(str(tiny_blenderbot_path), [str(distinct)], tmp_path / "j", max_tokens=2000, held_out=0.05,
+                 batch_size=4, method="full", progress=False)
+    held = done.held_out_examples
+    rendered = sum(any(t.startswith("dialog ") for t in turns) for turns in calls)  # not the self-check's dialogs
+    assert rendered <= held + done.training_examples + 1 < 540 / 2
+
+
+def test_turns_are_capped_before_rendering(tiny_blenderbot_path):
+    """A 15,000-word message is cut to what max_length can hold before it is tokenised: the
+    example is the one the uncut message gives."""
+    scorer = FullScorer(tiny_blenderbot_path, progress=False)
+    huge = " ".join(f"word{k}" for k in range(15_000))
+    cut = list(adapt_module._examples(scorer, [[huge, "Fine."], ["Hi!", huge]], 64))
+    assert len(cut) == 2
+    context, labels = cut[0]
+    assert len(context) <= 64 and labels == list(scorer.renderer.target_ids("Fine."))
+    assert cut[1][1] == list(scorer.renderer.target_ids(huge))[:32]
+
+
+# -- the complaints objective -------------------------------------------------------------------
+from full_metric.research import complaints  # noqa: E402
+
+
+@pytest.mark.parametrize("kind, preset", [("causal", "paper"), ("seq2seq", "paper"), ("causal", "smollm2")])
+def test_the_differentiable_score_is_the_scorers(kind, preset, llama_folder, tiny_blenderbot_path):
+    """The score the objective trains (all follow-ups of every dialog in one forward, with
+    gradients) is FullScorer.score's, with negative-only and with positive follow-ups."""
+    scorer = FullScorer(str(llama_folder if kind == "causal" else tiny_blenderbot_path), preset=preset, progress=False)
+    dialogs = [["Hi! How was your weekend?", "Great, I went hiking."], ["Do you cook?", "Not really.", "Why not?", "I burn it."],
+               ["Only a reply"], [f"turn {k} of a long one about the harbour and the boats" for k in range(40)]]
+    with torch.no_grad():
+        ours = complaints.dialog_scores(scorer, scorer.model, dialogs).tolist()
+    want = scorer.score([d[:-1] for d in dialogs], [d[-1] for d in dialogs]).scores
+    assert ours == pytest.approx(want, rel=1e-4)
+
+
+def test_pairs_are_real_against_corrupted(distinct):
+    import random
+
+    dialogs = read_dialogs([str(distinct)])
+    pairs = complaints.make_pairs(dialogs, random.Random(0))
+    assert len(pairs) == len(dialogs)
+    assert {p.kind for p in pairs} == set(complaints.CORRUPTIONS)
+    for p in pairs:
+        assert p.real != p.corrupted and p.context
+        if p.kind == "echo":
+            assert p.corrupted == p.context[-1]
+        if p.kind == "generic":
+            assert p.corrupted in complaints.TRAINING_GENERIC_REPLIES
+
+
+def test_training_generic_replies_are_not_the_measured_ones():
+    from full_metric.research.agreement import GENERIC_REPLIES
+
+    assert not set(complaints.TRAINING_GENERIC_REPLIES) & set(GENERIC_REPLIES)
+
+
+@pytest.fixture(scope="module")
+def learnable(tmp_path_factory) -> Path:
+    """Dialogs whose next turn is learnable: every "ping K" is answered "pong K"."""
+    path = tmp_path_factory.mktemp("learnable") / "learnable.jsonl"
+    rows = [{"context": [f"ping {d + t}" if t % 2 == 0 else f"pong {d + t - 1}" for t in range(7)], "response": f"pong {d + 6}"}
+            for d in range(640)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("kind, rate", [("causal", 3e-3), ("seq2seq", 1e-3)])
+def test_the_complaints_objective_learns_when_complaints_follow(kind, rate, learnable, llama_folder,
+                                                                 tiny_blenderbot_path, tmp_path):
+    """Full fine-tuning, 60 steps of 8 pairs: held-out pair accuracy rises by 0.1 or more (measured:
+    causal 0.65 -> 0.80, seq2seq 0.50 -> 0.70). LoRA on these tiny random models did not rise in such
+    budgets (rank 4 and 8, learning rates 3e-3 to 3e-2), so it is not claimed here."""
+    base = str(llama_folder if kind == "causal" else tiny_blenderbot_path)
+    done = adapt(base, [str(learnable)], tmp_path / "judge", objective="complaints", method="full", max_pairs=480,
+                 batch_size=8, held_out=0.0625, learning_rate=rate, margin=1.0, lm_weight=0.1, progress=False)
+    assert done.objective == "complaints" and done.pairs == 480 and done.held_out_pairs == 40
+    assert done.held_out_pair_accuracy_after >= done.held_out_pair_accuracy_before + 0.1
+    record = json.loads((tmp_path / "judge" / "adaptation.json").read_text())
+    assert record["corruption_mix"] == complaints.DEFAULT_MIX and record["margin"] == 1.0
+    assert "Objective: `complaints`" in (tmp_path / "judge" / "README.md").read_text()
+
+
+def test_the_command_line_adapts_on_complaints(learnable, tiny_blenderbot_path, tmp_path, capsys):
+    out = tmp_path / "cli-judge"
+    assert main(["adapt", str(learnable), "-o", str(out), "--model", str(tiny_blenderbot_path), "--objective", "complaints",
+                 "--max-pairs", "16", "--margin", "0.5", "--lm-weight", "0.2", "--batch-size", "8", "--method", "full",
+                 "--no-progress"]) == 0
+    assert "held-out pair accuracy" in capsys.readouterr().err
+    record = json.loads((out / "adaptation.json").read_text())
+    assert (record["objective"], record["pairs"], record["margin"], record["lm_weight"]) == ("complaints", 16, 0.5, 0.2)
+    assert f"+adapted:{record['digest']}|" in FullScorer(str(out), progress=False).signature()
+
+
+def test_complaints_refusals(learnable, tiny_blenderbot_path, tmp_path, no_training):
+    with pytest.raises(AdaptError, match="budget of 4 pairs is smaller than one batch"):
+        adapt(str(tiny_blenderbot_path), [str(learnable)], tmp_path / "j", objective="complaints", max_pairs=4,
+              batch_size=8, progress=False)
+    with pytest.raises(AdaptError, match="unknown objective"):
+        adapt(str(tiny_blenderbot_path), [str(learnable)], tmp_path / "j", objective="praise", progress=False)
+    with pytest.raises(ValueError, match="unknown corruption"):
+        adapt(str(tiny_blenderbot_path), [str(learnable)], tmp_path / "j", objective="complaints",
+              corruption_mix={"shuffle": 1.0}, progress=False)
+    assert not (tmp_path / "j").exists()

@@ -110,6 +110,10 @@ COVERAGE: dict[str, dict[str, str]] = {
         "--learning-rate": "test_adapt::test_the_command_line_adapts",
         "--lora-rank": "test_adapt::test_the_command_line_adapts",
         "--seed": "test_adapt::test_the_command_line_adapts",
+        "--objective": "test_adapt::test_the_command_line_adapts_on_complaints",
+        "--max-pairs": "test_adapt::test_the_command_line_adapts_on_complaints",
+        "--margin": "test_adapt::test_the_command_line_adapts_on_complaints",
+        "--lm-weight": "test_adapt::test_the_command_line_adapts_on_complaints",
     },
     "study": {
         "tables": "test_study::test_score_candidates_and_study_commands",

@@ -78,7 +78,7 @@ def test_the_cached_path_matches_the_oracle_on_packed_families_too(name, tokeniz
     scorer = FullScorer(model, tokenizer=tokenizer, device="cpu", progress=False, rendering=rendering)
     contexts, responses = _dialogs(6, seed=12)
     targets = [scorer.renderer.target_ids(f) for f in scorer.follow_ups]
-    encoded = [scorer.renderer.encode(c + [r], scorer._context_limit(targets)).context_ids for c, r in zip(contexts, responses)]
+    encoded = [scorer.renderer.encode(c + [r], scorer.context_limit(targets)).context_ids for c, r in zip(contexts, responses)]
     if model.config.is_encoder_decoder:
         with pytest.raises(ValueError, match="takes no key/value cache"):
             ENGINES["cached"].score(model, encoded, targets, scorer.pad_id)
@@ -135,7 +135,7 @@ def test_the_first_choice_engine_matches_the_oracle_directly(name, tokenizer):
     scorer = FullScorer(model, tokenizer=tokenizer, device="cpu", progress=False, rendering=rendering)
     contexts, responses = _dialogs(6, seed=13)
     targets = [scorer.renderer.target_ids(f) for f in scorer.follow_ups]
-    limit = scorer._context_limit(targets)
+    limit = scorer.context_limit(targets)
     encoded = [scorer.renderer.encode(c + [r], limit).context_ids for c, r in zip(contexts, responses)]
     assert max(map(len, encoded)) > 4 * WINDOW
     got = ENGINES[first].score(model, encoded, targets, scorer.pad_id)
@@ -179,7 +179,7 @@ def test_the_self_check_sees_an_error_beyond_the_window(tokenizer, monkeypatch):
     config = transformers.Qwen2Config(**{**SPECS["qwen2-window"][2], "sliding_window": 60})
     model = transformers.Qwen2ForCausalLM(config).eval()
     probe = FullScorer(model, tokenizer=tokenizer, device="cpu", progress=False, rendering="speaker")
-    limit = probe._context_limit([probe.renderer.target_ids(f) for f in probe.follow_ups])
+    limit = probe.context_limit([probe.renderer.target_ids(f) for f in probe.follow_ups])
     short = max(len(probe.renderer.encode(list(d), limit).context_ids) for d in scorer_module.SELF_CHECK_DIALOGS)
     assert short < 60 and probe.engine == "packed"  # the short dialogs stay within the window
     monkeypatch.setitem(ENGINES, "packed", _planted("packed", 1e-2, only_longer_than=60))

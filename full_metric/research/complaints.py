@@ -1,0 +1,184 @@
+"""The ``complaints`` objective of judge adaptation: teach the judge FULL's own question (is a
+complaint likely after this reply?) from unlabeled dialogs, without any human rating.
+
+From each dialog, a pair: the real next turn and a corrupted reply to the same context (a turn of
+another conversation, the context's last turn echoed, a far turn of the same conversation, the
+real turn truncated, or a short generic reply from :data:`TRAINING_GENERIC_REPLIES`, a list
+disjoint from the one ``agreement`` measures with). The loss is pairwise on FULL's own score for
+that judge, preset and rendering, ``softplus(margin - (score(real) - score(corrupted)))``, plus
+``lm_weight`` times the language-modelling loss of the real dialog (the ``dialogs`` objective's
+example) as a regulariser. :func:`dialog_scores` computes the score as the scorer does (its
+renderer, truncation, ``max_turns``, follow-ups and aggregation), differentiably, all follow-ups
+of a batch of pairs in one forward; ``tests/integration/test_adapt.py`` proves it equal to
+:meth:`FullScorer.score`.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import torch
+
+from ..scorer import FullScorer
+
+CORRUPTIONS = ("other", "echo", "far", "truncated", "generic")
+#: How often each corruption is drawn (a corruption that does not apply to a dialog falls back to "other").
+DEFAULT_MIX = {"other": 0.4, "echo": 0.15, "far": 0.15, "truncated": 0.15, "generic": 0.15}
+#: Short generic replies for training pairs; none of them is one of ``agreement.GENERIC_REPLIES``.
+TRAINING_GENERIC_REPLIES = ("Okay.", "Hmm.", "Right.", "I see.", "Nice.", "Oh.", "Maybe.", "Cool.")
+#: A far turn is at least this many turns from the real next turn.
+FAR = 3
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A context, its real next turn and a corrupted reply (``kind``: one of :data:`CORRUPTIONS`)."""
+
+    context: tuple[str, ...]
+    real: str
+    corrupted: str
+    kind: str
+
+
+def check_mix(mix: dict[str, float]) -> dict[str, float]:
+    """A corruption mix: known kinds, non-negative weights, not all zero."""
+    unknown = sorted(set(mix) - set(CORRUPTIONS))
+    if unknown:
+        raise ValueError(f"unknown corruption(s) {unknown}; choose from {CORRUPTIONS}")
+    if any(w < 0 for w in mix.values()) or not sum(mix.values()) > 0:
+        raise ValueError(f"corruption weights must be non-negative and not all zero, got {mix}")
+    return dict(mix)
+
+
+def make_pairs(dialogs: Sequence[Sequence[str]], rng: random.Random, mix: dict[str, float] = DEFAULT_MIX) -> list[Pair]:
+    """One pair per dialog (of two turns or more), cut at a random turn; the corruption drawn from ``mix``."""
+    kinds, weights = zip(*check_mix(mix).items())
+    pairs = []
+    for i, dialog in enumerate(dialogs):
+        k = rng.randint(1, len(dialog) - 1)
+        kind = rng.choices(kinds, weights)[0]
+        corrupted = _corrupt(kind, dialogs, i, k, rng)
+        if corrupted is None or corrupted.strip() == dialog[k].strip():
+            kind, corrupted = "other", _other(dialogs, i, rng)
+        if corrupted is not None and corrupted.strip() != dialog[k].strip():
+            pairs.append(Pair(tuple(dialog[:k]), dialog[k], corrupted, kind))
+    return pairs
+
+
+def _other(dialogs: Sequence[Sequence[str]], i: int, rng: random.Random) -> str | None:
+    if len(dialogs) < 2:
+        return None
+    j = rng.randrange(len(dialogs) - 1)
+    return rng.choice(list(dialogs[j + (j >= i)]))
+
+
+def _corrupt(kind: str, dialogs: Sequence[Sequence[str]], i: int, k: int, rng: random.Random) -> str | None:
+    dialog = dialogs[i]
+    if kind == "other":
+        return _other(dialogs, i, rng)
+    if kind == "echo":
+        return dialog[k - 1]
+    if kind == "far":
+        far = [m for m in range(len(dialog)) if abs(m - k) >= FAR]
+        return dialog[rng.choice(far)] if far else None
+    if kind == "truncated":
+        words = dialog[k].split()
+        return " ".join(words[: max(1, len(words) // 3)]) if len(words) >= 4 else None
+    return rng.choice(TRAINING_GENERIC_REPLIES)
+
+
+def aggregate_tensor(log_likelihoods: torch.Tensor, counts: Sequence[int], aggregation: str, positive: int) -> torch.Tensor:
+    """:func:`full_metric.aggregate.aggregate` on a (dialogs x follow-ups) tensor, differentiably."""
+    split = log_likelihoods.shape[1] - positive
+    neg, pos = log_likelihoods[:, :split], log_likelihoods[:, split:]
+    if aggregation == "sum":
+        return pos.sum(1) - neg.sum(1)
+    per_token = log_likelihoods / torch.tensor(list(counts), dtype=log_likelihoods.dtype, device=log_likelihoods.device)
+    if aggregation == "mean":
+        return (per_token[:, split:].sum(1) - per_token[:, :split].sum(1)) / log_likelihoods.shape[1]
+    if aggregation == "balanced":
+        praise = pos.mean(1) if positive else torch.zeros_like(neg[:, 0])
+        return praise - neg.mean(1) if split else praise
+    if aggregation == "perplexity" and not positive:
+        return torch.exp(-per_token).mean(1)
+    raise ValueError(f"the complaints objective cannot train with aggregation {aggregation!r} and {positive} positive follow-ups")
+
+
+def _pad(rows: Sequence[Sequence[int]], value: int) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(r) for r in rows)
+    ids = torch.tensor([list(r) + [value] * (width - len(r)) for r in rows])
+    mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows])
+    return ids, mask
+
+
+def follow_up_log_likelihoods(model: Any, contexts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]],
+                              pad_id: int) -> torch.Tensor:
+    """log p(target | context) summed over each target's tokens, for every context and target, as a
+    (contexts x targets) float32 tensor with gradients: one plain forward over every pair
+    (right-padded, so positions are those of a row alone)."""
+    device = model.device
+    pairs = [(c, t) for c in contexts for t in targets]
+    if model.config.is_encoder_decoder:
+        start = model.config.decoder_start_token_id
+        if start is None:
+            start = model.generation_config.decoder_start_token_id
+        enc, enc_mask = _pad([c for c, _ in pairs], pad_id)
+        dec, dec_mask = _pad([[start, *t[:-1]] for _, t in pairs], pad_id)
+        logits = model(input_ids=enc.to(device), attention_mask=enc_mask.to(device), decoder_input_ids=dec.to(device),
+                       decoder_attention_mask=dec_mask.to(device), use_cache=False).logits
+        labels, scored = _pad([t for _, t in pairs], 0)
+    else:
+        ids, mask = _pad([[*c, *t] for c, t in pairs], pad_id)
+        logits = model(input_ids=ids.to(device), attention_mask=mask.to(device), use_cache=False).logits[:, :-1]
+        width = logits.shape[1]
+        labels = torch.zeros((len(pairs), width), dtype=torch.long)
+        scored = torch.zeros((len(pairs), width), dtype=torch.long)
+        for r, (c, t) in enumerate(pairs):  # the logit at position p predicts token p + 1
+            labels[r, len(c) - 1 : len(c) - 1 + len(t)] = torch.tensor(list(t))
+            scored[r, len(c) - 1 : len(c) - 1 + len(t)] = 1
+    lp = torch.log_softmax(logits.float(), dim=-1).gather(-1, labels.to(device).unsqueeze(-1)).squeeze(-1)
+    return (lp * scored.to(device)).sum(-1).view(len(contexts), len(targets))
+
+
+def dialog_scores(scorer: FullScorer, model: Any, dialogs: Sequence[Sequence[str]], max_context: int | None = None
+                  ) -> torch.Tensor:
+    """FULL's turn-level score of each dialog (context turns, then the reply) as ``scorer`` computes
+    it (its ``max_turns``, renderer, truncation, follow-ups and aggregation), through ``model`` (the
+    scorer's model, or the same model wrapped for training), differentiably. ``max_context``: keep at
+    most this many context tokens (``None``: the scorer's own limit, which gives its numbers exactly)."""
+    targets = [list(scorer.renderer.target_ids(f)) for f in (*scorer.follow_ups, *scorer.positive_follow_ups)]
+    limit = scorer.context_limit(targets)
+    limit = limit if max_context is None else max(1, min(limit, max_context))
+    contexts = [list(scorer.renderer.encode([*d[:-1][-scorer.max_turns:], d[-1]], limit).context_ids) for d in dialogs]
+    unique = list(dict.fromkeys(tuple(c) for c in contexts))
+    values = follow_up_log_likelihoods(model, unique, targets, scorer.pad_id)
+    where = {c: i for i, c in enumerate(unique)}
+    rows = values[[where[tuple(c)] for c in contexts]]
+    return aggregate_tensor(rows, [len(t) for t in targets], scorer.aggregation, len(scorer.positive_follow_ups))
+
+
+def pair_margins(scorer: FullScorer, model: Any, pairs: Sequence[Pair], max_context: int | None) -> torch.Tensor:
+    """score(real) - score(corrupted) for each pair, all in one forward."""
+    dialogs = [[*p.context, p.real] for p in pairs] + [[*p.context, p.corrupted] for p in pairs]
+    scores = dialog_scores(scorer, model, dialogs, max_context)
+    return scores[: len(pairs)] - scores[len(pairs) :]
+
+
+def pair_accuracy(scorer: FullScorer, model: Any, pairs: Sequence[Pair], max_context: int | None,
+                  batch_size: int) -> float:
+    """The share of pairs whose real turn FULL scores above the corrupted reply (eval mode, no gradients)."""
+    was = model.training
+    model.eval()
+    right = 0
+    with torch.no_grad():
+        for start in range(0, len(pairs), batch_size):
+            right += int((pair_margins(scorer, model, pairs[start : start + batch_size], max_context) > 0).sum())
+    model.train(was)
+    return right / max(len(pairs), 1)
+
+
+def pair_loss(margins: torch.Tensor, margin: float) -> torch.Tensor:
+    """The pairwise loss: ``softplus(margin - (score(real) - score(corrupted)))``, averaged."""
+    return torch.nn.functional.softplus(margin - margins).mean()
