@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from typing import Sequence
+from .errors import UsageError
 
 #: ``sum``: the paper's equation (1), -sum_i log p(f_i | dialog). The follow-ups are negative
 #: ("Not really relevant here."), so the sign is turned: likely follow-ups give a low score.
@@ -20,7 +21,7 @@ AGGREGATIONS = ("sum", "mean", "perplexity", "balanced")
 def check_aggregation(aggregation: str) -> str:
     """Return ``aggregation`` if known, else raise ``ValueError``."""
     if aggregation not in AGGREGATIONS:
-        raise ValueError(f"unknown aggregation {aggregation!r}; choose one of {AGGREGATIONS}")
+        raise UsageError(f"unknown aggregation {aggregation!r}; choose one of {AGGREGATIONS}")
     return aggregation
 
 
@@ -39,7 +40,7 @@ def aggregate(
         praise = math.fsum(log_likelihoods[split:]) / positive if positive else 0.0
         return praise - math.fsum(log_likelihoods[:split]) / split if split else praise
     if positive:
-        raise ValueError(f"the {aggregation!r} aggregation takes no positive follow-ups; use 'sum', 'mean' or 'balanced'")
+        raise UsageError(f"the {aggregation!r} aggregation takes no positive follow-ups; use 'sum', 'mean' or 'balanced'")
     if aggregation == "perplexity":
         return math.fsum(math.exp(-x) for x in per_token) / len(per_token)
-    raise ValueError(f"unknown aggregation {aggregation!r}; choose one of {AGGREGATIONS}")
+    raise UsageError(f"unknown aggregation {aggregation!r}; choose one of {AGGREGATIONS}")

@@ -15,6 +15,7 @@ from .dialog_files import DialogFileError, read_dialog_lines, read_follow_ups, r
 from .follow_ups import NAMED_SETS
 from .settings import LOAD_SETTINGS
 from .version import __version__
+from .errors import UsageError
 
 _FOLLOW_UP_SETTINGS = ("follow_ups", "positive_follow_ups")
 
@@ -58,6 +59,7 @@ def _rated_options(command: argparse.ArgumentParser) -> None:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="full-metric", description="FULL: follow-up log-likelihood dialog scores.")
     parser.add_argument("--version", action="version", version=f"full-metric {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of an internal error")
     commands = parser.add_subparsers(dest="command", required=True)
     score = commands.add_parser("score", help="score the dialogs of a file or Hub dataset (streamed, resumable, "
                                 "sharded under torchrun / accelerate launch)")
@@ -203,10 +205,10 @@ def _score(args: argparse.Namespace) -> int:
     return 0
 
 
-def _system_file(path: str, scorer: Any) -> list[tuple[str, list[int], list[dict[str, Any]], str | None]]:
-    """(system name, line numbers, records scored, signature) of each system in one file of
-    ``compare``: the name is the records' common ``system`` field or the file's stem, and a file
-    whose records all name systems, several of them, holds one system each; unscored files are scored."""
+def _system_file(path: str) -> list[tuple[str, list[int], list[dict[str, Any]]]]:
+    """(system name, line numbers, records) of each system in one file of ``compare``, read and
+    checked, not scored: the name is the records' common ``system`` field or the file's stem, and a
+    file whose records all name systems, several of them, holds one system each."""
     lines = read_dialog_lines(path)
     if not lines:
         raise DialogFileError(f"{path}: no records")
@@ -219,20 +221,25 @@ def _system_file(path: str, scorer: Any) -> list[tuple[str, list[int], list[dict
         bad = next((n for n, r in lines if isinstance(r["full"], bool) or not isinstance(r["full"], (int, float))), None)
         if bad is not None:
             raise DialogFileError(f"{path}, line {bad}: field 'full' is not a number")
-    else:
+    names = list(dict.fromkeys(r.get("system") for r in records))
+    if len(names) > 1 and None not in names:  # one file, several systems: one group each
+        return [(str(n), [k for k, r in zip(numbers, records) if r["system"] == n],
+                 [r for r in records if r["system"] == n]) for n in names]
+    name = str(names[0]) if len(names) == 1 and names[0] is not None else Path(path).stem
+    return [(name, numbers, records)]
+
+
+def _scored(path: str, records: list[dict[str, Any]], scorer: Any) -> tuple[list[dict[str, Any]], str | None]:
+    """A system's records with their FULL scores (scored now where the file had none) and the
+    signature they share."""
+    if "full" not in records[0]:
         turn_level = records[0].get("response") is not None
         records = scored_records(records, scorer().score([r["context"] for r in records],
                                                          [r["response"] for r in records] if turn_level else None))
     signatures = {r.get("signature") for r in records}
     if len(signatures) > 1:
         raise DialogFileError(f"{path}: its records were scored with different settings: {sorted(map(str, signatures))}")
-    signature = signatures.pop()
-    names = list(dict.fromkeys(r.get("system") for r in records))
-    if len(names) > 1 and None not in names:  # one file, several systems: one group each
-        return [(str(n), [k for k, r in zip(numbers, records) if r["system"] == n],
-                 [r for r in records if r["system"] == n], signature) for n in names]
-    name = str(names[0]) if len(names) == 1 and names[0] is not None else Path(path).stem
-    return [(name, numbers, records, signature)]
+    return records, signatures.pop()
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -245,29 +252,33 @@ def _compare(args: argparse.Namespace) -> int:
             made.append(_make_scorer(args))
         return made[0]
 
-    per_file = [_system_file(path, scorer) for path in args.files]
-    paths = [path for path, systems in zip(args.files, per_file) for _ in systems]
-    files = [system for systems in per_file for system in systems]
-    names = [name for name, *_ in files]
+    # what is cheap is checked before the model is loaded: names, their number, the baseline, the pairing
+    systems = [(path, *system) for path in args.files for system in _system_file(path)]
+    names = [name for _, name, _, _ in systems]
+    if len(names) < 2:
+        raise DialogFileError(f"compare needs two systems or more; {args.files} hold {len(names)} ({names})")
     if len(set(names)) != len(names):
         raise DialogFileError(f"two files name the same system ({names}); give them a 'system' field or other names")
-    signatures = {str(sig) for *_, sig in files}
-    if len(signatures) > 1:
-        raise DialogFileError("the files were scored with different settings, their scores do not compare: "
-                              + "; ".join(f"{path}: {sig}" for path, (*_, sig) in zip(paths, files)))
     baseline = args.baseline or names[0]
     if baseline not in names:
         raise DialogFileError(f"--baseline {baseline!r} is not one of the systems {names}")
-    scores = {name: [r["full"] for r in records] for name, _, records, _ in files}
+    order = None
     if not args.unpaired:
         keys = {name: [(tuple(r["context"]), r.get("response") is None) for r in records]
-                for name, _, records, _ in files}
+                for _, name, _, records in systems}
         try:
             order = pair_items(keys, baseline)
         except PairingError as error:
-            path, numbers = next((p, f[1]) for p, f in zip(paths, files) if f[0] == error.system)
+            path, _, numbers, _ = next(s for s in systems if s[1] == error.system)
             raise DialogFileError(f"{path}, line {numbers[error.index]}: {error}; "
                                   "the files must answer the same contexts (or pass --unpaired)") from None
+    done = [(path, name, *_scored(path, records, scorer)) for path, name, _, records in systems]
+    signatures = {str(sig) for *_, sig in done}
+    if len(signatures) > 1:
+        raise DialogFileError("the files were scored with different settings, their scores do not compare: "
+                              + "; ".join(f"{path} ({name}): {sig}" for path, name, _, sig in done))
+    scores = {name: [r["full"] for r in records] for _, name, records, _ in done}
+    if order is not None:
         scores = {name: [values[k] for k in order[name]] for name, values in scores.items()}
     comparison = compare_systems(scores, baseline=baseline, method=args.method, resamples=args.resamples,
                                  seed=args.seed, paired=not args.unpaired)
@@ -331,7 +342,7 @@ def _read_rated(args: argparse.Namespace) -> Any:
     if data.skipped:
         print(f"skipped {len(data.skipped)} malformed items on request, first: {data.skipped[0]}", file=sys.stderr)
     if not data.items:
-        raise ValueError(f"{args.data}: no items to score")
+        raise UsageError(f"{args.data}: no items to score")
     return data
 
 
@@ -385,7 +396,7 @@ def _with_main_scores(scorer: Any, result: Any) -> Any:
     if result is None:
         return None
     if not set(scorer.follow_ups) <= set(result.follow_ups):
-        raise ValueError("--fine-grained needs follow-ups taken from Table 3's candidates")
+        raise UsageError("--fine-grained needs follow-ups taken from Table 3's candidates")
     return replace(result, scores=subset_result(result, scorer.follow_ups, scorer.aggregation))
 
 
@@ -535,7 +546,8 @@ EXTRAS = {"scipy": "analysis", "matplotlib": "analysis", "peft": "adapt", "trl":
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (2 for bad input)."""
+    """Run the command line; returns the exit status: 2 for bad input or settings (one line saying
+    what to fix), 1 for an internal error (a bug: one line, or its traceback with ``--debug``)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     args = _parser().parse_args(argv)
     args.argv = argv  # for the reports that name the command that made them
@@ -547,16 +559,33 @@ def main(argv: Sequence[str] | None = None) -> int:
                 refuse_overwriting_input([i for group in inputs for i in ([group] if isinstance(group, str) else
                                                                           group or [])], getattr(args, output))
         return COMMANDS[args.command](args)
-    except (DialogFileError, ValueError, TypeError) as error:
+    except UsageError as error:  # bad input or settings: the message says what to fix
         print(f"full-metric: error: {error}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as error:
         library = (error.name or "").split(".")[0]
-        if library not in EXTRAS:
-            raise
-        print(f"full-metric: error: {args.command} needs {library}, which is not installed: "
-              f"pip install 'full-metric[{EXTRAS[library]}]'", file=sys.stderr)
-        return 2
+        if library in EXTRAS:
+            print(f"full-metric: error: {args.command} needs {library}, which is not installed: "
+                  f"pip install 'full-metric[{EXTRAS[library]}]'", file=sys.stderr)
+            return 2
+        return _internal(args, error)
+    except Exception as error:  # noqa: BLE001 - anything else is a bug, shown as one
+        return _internal(args, error)
+
+
+#: The exit status of an internal error (a bug), apart from a user error's 2.
+INTERNAL_ERROR = 1
+
+
+def _internal(args: argparse.Namespace, error: BaseException) -> int:
+    """An error that is not the user's: its traceback with ``--debug``, else one line that says it
+    is a bug and how to report it."""
+    if args.debug:
+        raise error
+    print(f"full-metric: internal error (a bug in full-metric, not in your input): {type(error).__name__}: {error}. "
+          f"Please report it with the command you ran and the output of the same command with --debug.",
+          file=sys.stderr)
+    return INTERNAL_ERROR
 
 
 if __name__ == "__main__":

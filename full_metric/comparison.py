@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Hashable, Mapping, Sequence
 
 import numpy as np
+from .errors import UsageError
 
 METHODS = ("bootstrap", "randomization")
 #: sacrebleu's defaults: 1,000 bootstrap resamples, 10,000 randomization trials, seed 12345.
@@ -23,7 +24,7 @@ DEFAULT_SEED = 12345
 INTERVAL_RESAMPLES = 1000
 
 
-class PairingError(ValueError):
+class PairingError(UsageError):
     """Two systems did not answer the same contexts; ``system`` and ``index`` name the first item
     that does not pair (``index`` into that system's items)."""
 
@@ -133,10 +134,10 @@ def _as_scores(name: str, values: Any) -> np.ndarray:
     scores = getattr(values, "scores", values)  # a FullResult or a sequence of numbers
     array = np.asarray(list(scores), dtype=float)
     if array.ndim != 1 or len(array) == 0:
-        raise ValueError(f"system {name!r}: no scores")
+        raise UsageError(f"system {name!r}: no scores")
     bad = np.flatnonzero(~np.isfinite(array))
     if len(bad):
-        raise ValueError(f"system {name!r}: item {bad[0]} is not a finite number ({array[bad[0]]})")
+        raise UsageError(f"system {name!r}: item {bad[0]} is not a finite number ({array[bad[0]]})")
     return array
 
 
@@ -169,25 +170,25 @@ def compare_systems(
             different lengths, a non-finite score.
     """
     if len(scores) < 2:
-        raise ValueError(f"a comparison needs at least two systems, got {len(scores)}")
+        raise UsageError(f"a comparison needs at least two systems, got {len(scores)}")
     if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; choose one of {METHODS}")
+        raise UsageError(f"unknown method {method!r}; choose one of {METHODS}")
     names = [str(n) for n in scores]
     if len(set(names)) != len(names):
-        raise ValueError(f"system names must differ: {names}")
+        raise UsageError(f"system names must differ: {names}")
     baseline = names[0] if baseline is None else baseline
     if baseline not in names:
-        raise ValueError(f"baseline {baseline!r} is not one of the systems {names}")
+        raise UsageError(f"baseline {baseline!r} is not one of the systems {names}")
     resamples = DEFAULT_RESAMPLES[method] if resamples is None else resamples
     if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
-        raise ValueError(f"resamples must be a positive integer, got {resamples!r}")
+        raise UsageError(f"resamples must be a positive integer, got {resamples!r}")
     if not 0 < confidence < 1:
-        raise ValueError(f"confidence must lie between 0 and 1, got {confidence}")
+        raise UsageError(f"confidence must lie between 0 and 1, got {confidence}")
     arrays = {n: _as_scores(n, v) for n, v in zip(names, scores.values())}
     if paired:
         lengths = {n: len(a) for n, a in arrays.items()}
         if len(set(lengths.values())) != 1:
-            raise ValueError(f"paired systems need the same number of items, got {lengths}; compare them unpaired")
+            raise UsageError(f"paired systems need the same number of items, got {lengths}; compare them unpaired")
     rng = np.random.default_rng(seed)
     boots = _bootstrap_means(arrays, resamples if method == "bootstrap" else INTERVAL_RESAMPLES, paired, rng)
     means = {n: float(a.mean()) for n, a in arrays.items()}
@@ -222,6 +223,27 @@ def mean_interval(
     """One group's mean with no comparison: its percentile bootstrap interval."""
     boots = _bootstrap_means({"x": _as_scores("x", values)}, resamples, True, np.random.default_rng(seed))
     return _percentiles(boots["x"], confidence)
+
+
+def clustered_mean_interval(
+    values: Sequence[float], clusters: Sequence[Any], *, resamples: int = DEFAULT_RESAMPLES["bootstrap"],
+    seed: int = DEFAULT_SEED, confidence: float = 0.95,
+) -> tuple[float, float]:
+    """The mean of ``values`` (one per item) with a percentile bootstrap interval that resamples
+    clusters (for example the contexts several answers share) and keeps all of a drawn cluster's
+    items: items of one cluster are not independent draws. One item per cluster gives
+    :func:`mean_interval`'s interval (the same draws)."""
+    array = _as_scores("values", values)
+    if len(clusters) != len(array):
+        raise UsageError(f"{len(array)} values but {len(clusters)} cluster labels")
+    names = list(dict.fromkeys(clusters))
+    where = {c: k for k, c in enumerate(names)}
+    sums, counts = np.zeros(len(names)), np.zeros(len(names))
+    for value, cluster in zip(array, clusters):
+        sums[where[cluster]] += value
+        counts[where[cluster]] += 1
+    index = np.random.default_rng(seed).integers(0, len(names), size=(resamples, len(names)))
+    return _percentiles(sums[index].sum(axis=1) / counts[index].sum(axis=1), confidence)
 
 
 def _bootstrap_means(

@@ -13,6 +13,7 @@ from .comparison import DEFAULT_SEED, compare_systems
 from .inputs import check_dialogs
 from .metric import _CITATION, FullSettings
 from .settings import describe
+from .errors import UsageError
 
 _DESCRIPTION = """\
 Compares two dialog systems that answered the same contexts with FULL (Follow-Up Log-Likelihood):
@@ -69,7 +70,7 @@ class FULLComparison(FullSettings, evaluate.Comparison):
 
     def _info(self) -> evaluate.ComparisonInfo:
         if self.config_name not in ("default", "turn"):
-            raise ValueError(f"unknown config {self.config_name!r}; the comparison is turn level ('default')")
+            raise UsageError(f"unknown config {self.config_name!r}; the comparison is turn level ('default')")
         return evaluate.ComparisonInfo(
             description=_DESCRIPTION,
             citation=_CITATION,

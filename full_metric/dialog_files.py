@@ -10,16 +10,18 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 from pathlib import Path
 from typing import IO, Any, Iterator, Sequence
 
 from .turns import split_turns
+from .errors import UsageError
 
 #: The suffixes of the files :func:`iter_rows` reads.
 ROW_SUFFIXES = (".jsonl", ".json", ".csv")
 
 
-class DialogFileError(ValueError):
+class DialogFileError(UsageError):
     """A malformed input file: the message names the file, the line and the problem."""
 
 
@@ -96,6 +98,12 @@ def read_rows(path: str | Path, **options: Any) -> Iterator[tuple[int, dict[str,
         yield from iter_rows(handle, path.suffix, where=f"{path}, ", **options)
 
 
+#: Field names that hold a response under another name: a row with one of them and no ``response``
+#: is refused rather than silently scored as a whole dialog.
+RESPONSE_LIKE = frozenset({"reply", "replies", "answer", "answers", "responses", "prediction", "predictions", "output",
+                           "generation", "completion", "hypothesis", "candidate", "bot", "system_response"})
+
+
 def check_row(
     row: dict[str, Any], where: str, error: type[ValueError] = DialogFileError, *,
     context_column: str = "context", response_column: str = "response", csv_row: bool = False,
@@ -112,6 +120,11 @@ def check_row(
     if not isinstance(context, (list, tuple)) or not all(isinstance(t, str) for t in context):
         raise error(f"{where}: field {context_column!r} must be a list of strings or a string with a turn per line")
     response = row.get(response_column)
+    if response is None:
+        named = next((k for k in row if str(k).strip().lower() in RESPONSE_LIKE and row[k] not in (None, "")), None)
+        if named is not None:
+            raise error(f"{where}: no field {response_column!r} but a field {named!r}: the row would be scored as a "
+                        f"whole dialog; rename {named!r} to {response_column!r} to score it as the response")
     if response is not None and not isinstance(response, str):
         raise error(f"{where}: field {response_column!r} must be a string")
     if response is not None and not response.strip():
@@ -147,10 +160,15 @@ def scored_records(rows: Sequence[dict[str, Any]], result: Any) -> list[dict[str
 
 
 def refuse_overwriting_input(inputs: Sequence[str | Path | None], output: str | Path) -> None:
-    """Refuse an output path that is one of the inputs (it would replace the input), before any work."""
-    out = Path(output).resolve()
+    """Refuse an output path that is one of the inputs (it would replace the input), before any work:
+    the same file however it is named (relative or absolute, through a symbolic or a hard link)."""
+    out = Path(output)
     for given in inputs:
-        if given is not None and Path(given).resolve() == out:
+        if given is None:
+            continue
+        same = Path(given).resolve() == out.resolve() or (
+            Path(given).exists() and out.exists() and os.path.samefile(given, out))
+        if same:
             raise DialogFileError(f"{output}: the output is the input file; write the scores to another file")
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import torch
+from .errors import UsageError
 
 logger = logging.getLogger(__name__)
 
@@ -112,7 +113,7 @@ def merge_results(results: Sequence[Any]) -> Any:
 
     first = results[0]
     if any(r.signature != first.signature for r in results):
-        raise ValueError("results made with different settings (signatures) cannot be merged")
+        raise UsageError("results made with different settings (signatures) cannot be merged")
     return replace(
         first,
         scores=[s for r in results for s in r.scores],
@@ -131,7 +132,7 @@ def merge_in_order(parts: Sequence[tuple[Sequence[int], Any]]) -> Any:
     merged = merge_results([result for _, result in parts])
     positions = [i for indices, _ in parts for i in indices]
     if sorted(positions) != list(range(len(positions))) or len(positions) != len(merged.scores):
-        raise ValueError(f"the shares cover items {sorted(positions)}, not each of 0..{len(merged.scores) - 1} once")
+        raise UsageError(f"the shares cover items {sorted(positions)}, not each of 0..{len(merged.scores) - 1} once")
     order = sorted(range(len(positions)), key=positions.__getitem__)
     pick = lambda values: [values[k] for k in order]  # noqa: E731
     return replace(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Iterable, Literal, Sequence
+from .errors import UsageError, UsageTypeError
 
 Level = Literal["turn", "dialog"]
 Polarity = Literal["negative", "positive"]
@@ -119,13 +120,13 @@ def select(
 ) -> list[FollowUp]:
     """Filter :data:`CANDIDATES`, e.g. ``select(level="turn", polarity="negative")``."""
     if level is not None and level not in ("turn", "dialog"):
-        raise ValueError(f"level must be 'turn' or 'dialog', got {level!r}")
+        raise UsageError(f"level must be 'turn' or 'dialog', got {level!r}")
     if polarity is not None and polarity not in ("negative", "positive"):
-        raise ValueError(f"polarity must be 'negative' or 'positive', got {polarity!r}")
+        raise UsageError(f"polarity must be 'negative' or 'positive', got {polarity!r}")
     categories = {category} if isinstance(category, str) else set(category or ())
     unknown = categories - {c.category for c in CANDIDATES}
     if unknown:
-        raise ValueError(f"unknown follow-up categories: {sorted(unknown)}")
+        raise UsageError(f"unknown follow-up categories: {sorted(unknown)}")
     return [
         c
         for c in CANDIDATES
@@ -160,21 +161,21 @@ def validate_follow_ups(follow_ups: Sequence[str]) -> tuple[str, ...]:
         ValueError: the list is empty, an item is blank, or an item repeats.
     """
     if isinstance(follow_ups, str):
-        raise TypeError(
+        raise UsageTypeError(
             "follow_ups must be a list of strings or a built-in set name resolved with "
             f"resolve_follow_ups(), got the string {follow_ups!r}"
         )
     items = list(follow_ups)
     if not items:
-        raise ValueError("follow_ups is empty: give at least one follow-up")
+        raise UsageError("follow_ups is empty: give at least one follow-up")
     seen: dict[str, int] = {}
     for i, text in enumerate(items):
         if not isinstance(text, str):
-            raise TypeError(f"follow_ups[{i}] must be a string, got {type(text).__name__}")
+            raise UsageTypeError(f"follow_ups[{i}] must be a string, got {type(text).__name__}")
         if not text.strip():
-            raise ValueError(f"follow_ups[{i}] is empty")
+            raise UsageError(f"follow_ups[{i}] is empty")
         if text in seen:
-            raise ValueError(f"follow_ups[{i}] repeats follow_ups[{seen[text]}]: {text!r}")
+            raise UsageError(f"follow_ups[{i}] repeats follow_ups[{seen[text]}]: {text!r}")
         seen[text] = i
     return tuple(items)
 
@@ -185,6 +186,6 @@ def resolve_follow_ups(follow_ups: str | Sequence[str] | None, default: Sequence
         return tuple(default)
     if isinstance(follow_ups, str):
         if follow_ups not in NAMED_SETS:
-            raise ValueError(f"unknown follow-up set {follow_ups!r}; built-in sets: {sorted(NAMED_SETS)}")
+            raise UsageError(f"unknown follow-up set {follow_ups!r}; built-in sets: {sorted(NAMED_SETS)}")
         return NAMED_SETS[follow_ups]
     return validate_follow_ups(follow_ups)

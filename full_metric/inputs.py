@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 from typing import Any, Sequence
+from .errors import UsageError, UsageTypeError
 
 
 def _check_list(value: Any, name: str) -> None:
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        raise TypeError(f"{name} must be a list, got {type(value).__name__}")
+        raise UsageTypeError(f"{name} must be a list, got {type(value).__name__}")
 
 
 def check_turns(turns: Any, name: str) -> list[str]:
     """A dialog's turns: a list of strings (empty strings allowed)."""
     if isinstance(turns, str):
-        raise TypeError(f"{name} is a string; give the dialog as a list of turn strings")
+        raise UsageTypeError(f"{name} is a string; give the dialog as a list of turn strings")
     _check_list(turns, name)
     for j, turn in enumerate(turns):
         if not isinstance(turn, str):
-            raise TypeError(f"{name}[{j}] must be a string, got {type(turn).__name__}")
+            raise UsageTypeError(f"{name}[{j}] must be a string, got {type(turn).__name__}")
     return list(turns)
 
 
@@ -36,19 +37,19 @@ def check_dialogs(contexts: Any, responses: Any = None) -> list[list[str]]:
     if responses is not None:
         _check_list(responses, "responses")
         if len(responses) != len(contexts):
-            raise ValueError(f"got {len(contexts)} contexts but {len(responses)} responses; they must pair up")
+            raise UsageError(f"got {len(contexts)} contexts but {len(responses)} responses; they must pair up")
     dialogs = []
     for i, context in enumerate(contexts):
         turns = check_turns(context, f"contexts[{i}]")
         if responses is None:
             if not turns:
-                raise ValueError(f"contexts[{i}] is an empty dialog; dialog-level scoring needs at least one turn")
+                raise UsageError(f"contexts[{i}] is an empty dialog; dialog-level scoring needs at least one turn")
         else:
             response = responses[i]
             if not isinstance(response, str):
-                raise TypeError(f"responses[{i}] must be a string, got {type(response).__name__}")
+                raise UsageTypeError(f"responses[{i}] must be a string, got {type(response).__name__}")
             if not response.strip():
-                raise ValueError(f"responses[{i}] is empty")
+                raise UsageError(f"responses[{i}] is empty")
             turns = [*turns, response]
         dialogs.append(turns)
     return dialogs

@@ -38,6 +38,7 @@ from typing import Any, Sequence
 import torch
 
 from .models import text_config
+from .errors import UsageError
 
 LogLik = tuple[float, int]
 #: The most logits (rows x positions x vocabulary) held at once by the decoder-only engines.
@@ -54,7 +55,7 @@ def _decoder_start(model: Any) -> int:
     if start is None:
         start = getattr(model.generation_config, "decoder_start_token_id", None)
     if start is None:
-        raise ValueError(f"model type {model.config.model_type!r}: the encoder-decoder model's config has no "
+        raise UsageError(f"model type {model.config.model_type!r}: the encoder-decoder model's config has no "
                          "decoder_start_token_id")
     return int(start)
 
@@ -112,7 +113,7 @@ def cached_log_likelihoods(
     as generation does (see the module docstring). Decoder-only models whose forward takes a cache."""
     keyword = cache_keyword(model)
     if keyword is None or model.config.is_encoder_decoder:
-        raise ValueError(f"model type {model.config.model_type!r} takes no key/value cache in its forward")
+        raise UsageError(f"model type {model.config.model_type!r} takes no key/value cache in its forward")
     device = model.device
     tgt_ids, tgt_mask = _pad(targets, pad_id, device)  # right padding: a causal row never reads it
     keep = _keep_keyword(model)

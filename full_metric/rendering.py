@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Sequence
+from .errors import UsageError
 
 RENDERINGS = ("blenderbot", "seq2seq", "speaker", "chat_template", "plain", "eos", "reference")
 ENCODER_DECODER_RENDERINGS = ("blenderbot", "seq2seq", "reference")
@@ -100,15 +101,15 @@ class Renderer:
 
     def __init__(self, tokenizer: Any, rendering: str, is_encoder_decoder: bool):
         if rendering not in RENDERINGS:
-            raise ValueError(f"unknown rendering {rendering!r}; choose one of {RENDERINGS}")
+            raise UsageError(f"unknown rendering {rendering!r}; choose one of {RENDERINGS}")
         family = ENCODER_DECODER_RENDERINGS if is_encoder_decoder else DECODER_ONLY_RENDERINGS
         if rendering not in family:
             kind = "an encoder-decoder" if is_encoder_decoder else "a decoder-only"
-            raise ValueError(f"rendering {rendering!r} does not fit {kind} model; choose one of {family}")
+            raise UsageError(f"rendering {rendering!r} does not fit {kind} model; choose one of {family}")
         if rendering == "chat_template" and not getattr(tokenizer, "chat_template", None):
-            raise ValueError("rendering 'chat_template' needs a tokenizer with a chat template")
+            raise UsageError("rendering 'chat_template' needs a tokenizer with a chat template")
         if rendering == "eos" and tokenizer.eos_token is None:
-            raise ValueError("rendering 'eos' needs a tokenizer with an end-of-text token")
+            raise UsageError("rendering 'eos' needs a tokenizer with an end-of-text token")
         self.tokenizer = tokenizer
         self.rendering = rendering
         self.is_encoder_decoder = is_encoder_decoder
@@ -203,7 +204,7 @@ def encode_text(tokenizer: Any, text: str, max_tokens: int, add_special_tokens: 
     head, body, tail = _split_special(tokenizer, text, full) if add_special_tokens else ([], full, [])
     room = max_tokens - len(head) - len(tail)
     if room < 1:
-        raise ValueError(f"the context budget ({max_tokens} tokens) leaves no room for the dialog")
+        raise UsageError(f"the context budget ({max_tokens} tokens) leaves no room for the dialog")
     dropped = max(0, len(body) - room)
     if keep == "start":
         return EncodedDialog(tuple(head + body[:room] + tail), dropped)
@@ -211,7 +212,7 @@ def encode_text(tokenizer: Any, text: str, max_tokens: int, add_special_tokens: 
     if not ids:  # a decoder-only model needs at least one token to predict from
         start = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
         if start is None:
-            raise ValueError("the dialog renders to no tokens and the tokenizer has no BOS or EOS token")
+            raise UsageError("the dialog renders to no tokens and the tokenizer has no BOS or EOS token")
         ids = [start]
     return EncodedDialog(tuple(ids), dropped)
 

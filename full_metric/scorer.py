@@ -18,6 +18,7 @@ from .presets import PRESETS, preset_fits, preset_runs
 from .rendering import Renderer, default_rendering
 from .result import FullResult, make_signature
 from .settings import BY_NAME, CALL_OPTIONS, check_known, check_settings, describe, resolve_options
+from .errors import UsageError
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ class FullScorer:
         )
         refused = refusal(self.model, self.loaded.name)
         if refused:
-            raise ValueError(refused)
+            raise UsageError(refused)
         config = self.loaded.model.config
         kind = "cpu" if self.loaded.model.device.type == "cpu" else "accelerator"
         self.batch_size: int = BY_NAME["batch_size"].default.on(kind) if batch_size is None else batch_size
@@ -106,7 +107,7 @@ class FullScorer:
                                       else max_batch_tokens)
         encoder_decoder = self.loaded.is_encoder_decoder
         if not preset_runs(self.preset, encoder_decoder):
-            raise ValueError(f"preset {self.preset!r} needs an encoder-decoder model, as the authors' package did; "
+            raise UsageError(f"preset {self.preset!r} needs an encoder-decoder model, as the authors' package did; "
                              f"{self.loaded.name} (model type {config.model_type!r}) is decoder-only")
         if not preset_fits(self.preset, self.loaded.name, config.model_type, encoder_decoder):
             logger.warning(
@@ -119,7 +120,7 @@ class FullScorer:
             bool(getattr(self.loaded.tokenizer, "chat_template", None)),
         )
         if self.rendering == "reference" and not encoder_decoder:
-            raise ValueError("the 'reference' rendering (and preset) needs an encoder-decoder model, as the package did")
+            raise UsageError("the 'reference' rendering (and preset) needs an encoder-decoder model, as the package did")
         self.renderer = Renderer(self.loaded.tokenizer, self.rendering, encoder_decoder)
         tok = self.loaded.tokenizer
         self.pad_id = next((t for t in (tok.pad_token_id, tok.eos_token_id, 0) if t is not None))
@@ -179,7 +180,7 @@ class FullScorer:
                     if difference <= tolerance:
                         return difference
                     if self.engine == "generic":
-                        raise ValueError(
+                        raise UsageError(
                             f"{self.loaded.name} (model type {kind!r}): no engine reproduces the model's own forward "
                             f"pass (relative difference {difference:.2e} from the oracle on the self-check)"
                         )
@@ -213,13 +214,13 @@ class FullScorer:
         if self.loaded.is_encoder_decoder:
             longest = max(len(t) for t in targets)
             if longest > limit:
-                raise ValueError(f"a follow-up has {longest} tokens, more than the decoder's {limit} positions")
+                raise UsageError(f"a follow-up has {longest} tokens, more than the decoder's {limit} positions")
         else:
             limit -= max(len(t) for t in targets)
         if self.context_budget is not None:
             limit = min(limit, self.context_budget)
         if limit < 1:
-            raise ValueError("the follow-ups leave no room for the dialog within the model's positions")
+            raise UsageError("the follow-ups leave no room for the dialog within the model's positions")
         return limit
 
     def _truncation_tag(self, limit: int) -> str:

@@ -24,6 +24,7 @@ from .follow_ups import resolve_follow_ups
 from .models import DTYPE_NAMES, PACKAGED_MODELS
 from .presets import DEFAULT_PRESET, PRESETS, preset_model
 from .rendering import RENDERINGS
+from .errors import UsageError, UsageTypeError
 
 
 class _FromPreset:
@@ -54,7 +55,7 @@ class PerDevice:
 def positive_int(value: Any, name: str) -> int:
     """``value`` if it is a positive integer, else ``ValueError`` naming the setting."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        raise UsageError(f"{name} must be a positive integer, got {value!r}")
     return value
 
 
@@ -131,11 +132,11 @@ class Setting:
         if self.kind is int:
             return positive_int(value, self.name)
         if self.kind is bool and not isinstance(value, bool):
-            raise ValueError(f"{self.name} must be True or False, got {value!r}")
+            raise UsageError(f"{self.name} must be True or False, got {value!r}")
         if self.name == "dtype" and isinstance(value, torch.dtype):  # a torch dtype is valid as it is
             return value
         if self.choices is not None and value not in self.choices():
-            raise ValueError(f"unknown {self.name} {value!r}; choose one of {list(self.choices())}")
+            raise UsageError(f"unknown {self.name} {value!r}; choose one of {list(self.choices())}")
         return value
 
     def parse(self, text: str, source: str = "") -> Any:
@@ -148,7 +149,7 @@ class Setting:
             try:
                 return int(text)
             except ValueError:
-                raise ValueError(f"{source or self.env} must be an integer, got {text!r}") from None
+                raise UsageError(f"{source or self.env} must be an integer, got {text!r}") from None
         return text
 
 
@@ -194,7 +195,7 @@ def check_known(values: Mapping[str, Any], allowed: Sequence[Setting], where: st
     names = [s.name for s in allowed]
     unknown = sorted(set(values) - set(names))
     if unknown:
-        raise TypeError(f"unknown {where} {unknown[0]!r}; {where}s are {names}")
+        raise UsageTypeError(f"unknown {where} {unknown[0]!r}; {where}s are {names}")
     for name, value in values.items():
         BY_NAME[name].check(value)
 
@@ -211,14 +212,14 @@ def resolve_positive(
         chosen = resolve_follow_ups(positive)
     both = [f for f in chosen if f in set(negative)]
     if both:
-        raise ValueError(f"a follow-up cannot be both negative and positive: {both[0]!r}")
+        raise UsageError(f"a follow-up cannot be both negative and positive: {both[0]!r}")
     return chosen
 
 
 def check_signs(positive: Sequence[str], aggregation: str) -> None:
     """Positive follow-ups need an aggregation that can turn their sign."""
     if positive and aggregation == "perplexity":
-        raise ValueError("the 'perplexity' aggregation takes no positive follow-ups; use 'sum', 'mean' or 'balanced'")
+        raise UsageError("the 'perplexity' aggregation takes no positive follow-ups; use 'sum', 'mean' or 'balanced'")
 
 
 def resolve_options(values: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any]:

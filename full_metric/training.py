@@ -27,6 +27,7 @@ from .rendering import Renderer, chat_messages, default_rendering, encode_text, 
 from .result import FullResult
 from .scorer import FullScorer
 from .turns import split_turns
+from .errors import UsageError, UsageTypeError
 
 try:  # transformers is a dependency; the base class makes the callback a TrainerCallback
     from transformers import TrainerCallback
@@ -46,14 +47,14 @@ def check_contexts(contexts: Any) -> list[list[str]]:
     """Held-out contexts: a non-empty list of contexts, each a list of turns (or one string with a
     turn per line) with at least one turn to answer."""
     if isinstance(contexts, (str, bytes)) or not isinstance(contexts, Sequence):
-        raise TypeError(f"contexts must be a list of contexts, got {type(contexts).__name__}")
+        raise UsageTypeError(f"contexts must be a list of contexts, got {type(contexts).__name__}")
     if len(contexts) == 0:
-        raise ValueError("contexts is empty: give at least one held-out context to answer")
+        raise UsageError("contexts is empty: give at least one held-out context to answer")
     checked = []
     for i, context in enumerate(contexts):
         turns = check_turns(split_turns(context) if isinstance(context, str) else context, f"contexts[{i}]")
         if not turns:
-            raise ValueError(f"contexts[{i}] has no turn: the model being trained needs something to answer")
+            raise UsageError(f"contexts[{i}] has no turn: the model being trained needs something to answer")
         checked.append(turns)
     return checked
 
@@ -80,7 +81,7 @@ class LazyScorer:
 
     def __init__(self, scorer: FullScorer | None = None, **settings: Any):
         if scorer is not None and settings:
-            raise TypeError(f"give a scorer or settings, not both (got settings {sorted(settings)})")
+            raise UsageTypeError(f"give a scorer or settings, not both (got settings {sorted(settings)})")
         if scorer is None:
             from .settings import check_settings
 
@@ -129,7 +130,7 @@ def prompt_limit(model: Any, tokenizer: Any, max_new_tokens: int) -> int:
     if not model.config.is_encoder_decoder:
         limit -= max_new_tokens
     if limit < 1:
-        raise ValueError(f"{max_new_tokens} new tokens leave no room for a prompt within the model's {limit + max_new_tokens} "
+        raise UsageError(f"{max_new_tokens} new tokens leave no room for a prompt within the model's {limit + max_new_tokens} "
                          "positions: lower max_new_tokens")
     return limit
 
@@ -137,10 +138,10 @@ def prompt_limit(model: Any, tokenizer: Any, max_new_tokens: int) -> int:
 def check_generation_tokenizer(tokenizer: Any) -> None:
     """A tokenizer the callback can generate with: it has a padding or an end-of-text token."""
     if tokenizer is None:
-        raise ValueError("the callback needs the trained model's tokenizer: pass tokenizer= or the Trainer's "
+        raise UsageError("the callback needs the trained model's tokenizer: pass tokenizer= or the Trainer's "
                          "processing_class")
     if tokenizer.pad_token_id is None and tokenizer.eos_token_id is None:
-        raise ValueError(f"tokenizer {getattr(tokenizer, 'name_or_path', '')!r} has neither a padding nor an "
+        raise UsageError(f"tokenizer {getattr(tokenizer, 'name_or_path', '')!r} has neither a padding nor an "
                          "end-of-text token: generation cannot pad a batch or stop; set tokenizer.pad_token")
 
 
@@ -181,7 +182,7 @@ def generate_responses(
     needed = -(-len(contexts) // batch_size)
     batches = needed if batches is None else batches
     if batches < needed:
-        raise ValueError(f"{len(contexts)} contexts need {needed} batches of {batch_size}, not {batches}")
+        raise UsageError(f"{len(contexts)} contexts need {needed} batches of {batch_size}, not {batches}")
     chunks = [list(contexts[k * batch_size : (k + 1) * batch_size]) or [list(FILLER_CONTEXT)] for k in range(batches)]
     was_training = model.training
     model.eval()
@@ -279,7 +280,7 @@ class FullCallback(TrainerCallback):
 
     def _check_trainer(self) -> None:
         if self.trainer is None:
-            raise ValueError(NO_TRAINER)
+            raise UsageError(NO_TRAINER)
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._check_trainer()
@@ -339,7 +340,7 @@ def full_compute_metrics(
         ids = [[t for t in row if t >= 0] for row in getattr(ids, "tolist", lambda: ids)()]  # -100: padding
         responses = [text.strip() or "..." for text in tokenizer.batch_decode(ids, skip_special_tokens=True)]
         if len(responses) != len(checked):
-            raise ValueError(f"{len(responses)} predictions but {len(checked)} contexts: give the contexts of the "
+            raise UsageError(f"{len(responses)} predictions but {len(checked)} contexts: give the contexts of the "
                              "evaluation set, in its order")
         return summary(judge.get().score(checked, responses))
 
@@ -355,7 +356,7 @@ def _messages_text(value: Any, where: str) -> tuple[list[str], bool]:
     if isinstance(value, Sequence) and all(isinstance(m, dict) and "content" in m for m in value):
         turns = [str(m["content"]) for m in value if m.get("role") != "system" and str(m["content"]).strip()]
         return turns, any(m.get("role") == "user" for m in value)
-    raise TypeError(f"{where} must be a string or a list of messages ({{'role': ..., 'content': ...}}), "
+    raise UsageTypeError(f"{where} must be a string or a list of messages ({{'role': ..., 'content': ...}}), "
                     f"got {type(value).__name__}")
 
 
@@ -374,12 +375,12 @@ def full_reward(scorer: FullScorer | None = None, **settings: Any) -> Callable[.
 
     def reward(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float]:
         if len(prompts) != len(completions):
-            raise ValueError(f"got {len(prompts)} prompts but {len(completions)} completions; they must pair up")
+            raise UsageError(f"got {len(prompts)} prompts but {len(completions)} completions; they must pair up")
         contexts, responses = [], []
         for i, (prompt, completion) in enumerate(zip(prompts, completions)):
             turns, has_user = _messages_text(prompt, f"prompts[{i}]")
             if not has_user:
-                raise ValueError(f"prompts[{i}] has no user turn: there is nothing for the completion to answer")
+                raise UsageError(f"prompts[{i}] has no user turn: there is nothing for the completion to answer")
             answer = " ".join(_messages_text(completion, f"completions[{i}]")[0]).strip()
             contexts.append(turns)
             responses.append(answer or "...")

@@ -27,6 +27,7 @@ from .presets import fitting_presets
 from .scorer import FullScorer
 from .settings import LOAD_SETTINGS, Setting, check_signs, positive_int, resolve_positive
 from .turns import split_turns, strip_speaker
+from .errors import UsageError
 
 
 #: What one request may hold, and how long a batch may run: the app's limits, each declared once,
@@ -70,7 +71,7 @@ FROM_PRESET = "the preset's"
 FOLLOW_UP_CHOICES = [FROM_PRESET, "paper", *[name for name in NAMED_SETS if name != "paper"], CUSTOM]
 
 
-class InputError(ValueError):
+class InputError(UsageError):
     """A request the app refuses, with a message for the person who sent it."""
 
 

@@ -36,6 +36,7 @@ from . import complaints
 from ..models import ADAPTATION_FILE
 from ..scorer import FullScorer
 from ..version import __version__
+from ..errors import UsageError
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ METHODS = ("lora", "full")
 DEFAULT_LEARNING_RATE = {"lora": 2e-4, "full": 2e-5}
 
 
-class AdaptError(ValueError):
+class AdaptError(UsageError):
     """Adaptation refused before any training step; the message says why."""
 
 

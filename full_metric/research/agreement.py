@@ -16,12 +16,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..comparison import mean_interval
+from ..comparison import clustered_mean_interval, mean_interval
 from ..scorer import FullScorer
 from .correlation import correlate
 from .human_eval import score_items
 from .rated_files import RatedData, RatedItem, read_rated
 from .systems import system_agreement
+from ..errors import UsageError
 
 #: Replies that fit any context and say nothing.
 GENERIC_REPLIES = ("Yes.", "I don't know.", "That's cool.", "Haha, ok.", "Sure.")
@@ -55,12 +56,13 @@ def generic_reply_rate(
     scores: Sequence[float] | None = None, bootstrap: int = 1000, seed: int = 0,
 ) -> dict[str, Any]:
     """How often each generic reply outscores the human-written answer of the same context (turn
-    level, answers by one of :data:`HUMAN_SYSTEMS`; ties count as not outscoring). ``scores``: the
+    level, answers by one of :data:`HUMAN_SYSTEMS`; ties count as not outscoring), over the human
+    answers, its interval resampling contexts (a context's answers drawn together). ``scores``: the
     items' FULL scores when already computed (the human answers are then not scored again); each
     reply is scored once per distinct context."""
     chosen = [k for k, i in enumerate(items) if i.response is not None and i.system in HUMAN_SYSTEMS]
     if not chosen:
-        raise ValueError(f"no human-written answer (system one of {HUMAN_SYSTEMS}) to compare with")
+        raise UsageError(f"no human-written answer (system one of {HUMAN_SYSTEMS}) to compare with")
     human = [items[k] for k in chosen]
     if scores is None:
         own = np.asarray(scorer.score([i.context for i in human], [i.response for i in human]).scores)
@@ -72,9 +74,9 @@ def generic_reply_rate(
     wins = np.stack([np.asarray(scorer.score([list(c) for c in contexts], [r] * len(contexts)).scores)[rows] > own
                      for r in replies], axis=1)
     per_answer = wins.mean(axis=1)
-    low, high = mean_interval(per_answer, resamples=bootstrap, seed=seed)
-    return {"rate": float(per_answer.mean()), "ci_low": low, "ci_high": high, "contexts": len(human),
-            "per_reply": {r: float(wins[:, k].mean()) for k, r in enumerate(replies)}}
+    low, high = clustered_mean_interval(per_answer, rows, resamples=bootstrap, seed=seed)  # contexts resampled
+    return {"rate": float(per_answer.mean()), "ci_low": low, "ci_high": high, "contexts": len(contexts),
+            "answers": len(human), "per_reply": {r: float(wins[:, k].mean()) for k, r in enumerate(replies)}}
 
 
 def agreement(

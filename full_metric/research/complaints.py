@@ -22,6 +22,7 @@ from typing import Any, Sequence
 import torch
 
 from ..scorer import FullScorer
+from ..errors import UsageError
 
 CORRUPTIONS = ("other", "echo", "far", "truncated", "generic")
 #: How often each corruption is drawn (a corruption that does not apply to a dialog falls back to "other").
@@ -46,9 +47,9 @@ def check_mix(mix: dict[str, float]) -> dict[str, float]:
     """A corruption mix: known kinds, non-negative weights, not all zero."""
     unknown = sorted(set(mix) - set(CORRUPTIONS))
     if unknown:
-        raise ValueError(f"unknown corruption(s) {unknown}; choose from {CORRUPTIONS}")
+        raise UsageError(f"unknown corruption(s) {unknown}; choose from {CORRUPTIONS}")
     if any(w < 0 for w in mix.values()) or not sum(mix.values()) > 0:
-        raise ValueError(f"corruption weights must be non-negative and not all zero, got {mix}")
+        raise UsageError(f"corruption weights must be non-negative and not all zero, got {mix}")
     return dict(mix)
 
 
@@ -103,7 +104,7 @@ def aggregate_tensor(log_likelihoods: torch.Tensor, counts: Sequence[int], aggre
         return praise - neg.mean(1) if split else praise
     if aggregation == "perplexity" and not positive:
         return torch.exp(-per_token).mean(1)
-    raise ValueError(f"the complaints objective cannot train with aggregation {aggregation!r} and {positive} positive follow-ups")
+    raise UsageError(f"the complaints objective cannot train with aggregation {aggregation!r} and {positive} positive follow-ups")
 
 
 def _pad(rows: Sequence[Sequence[int]], value: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
 import numpy as np
+from ..errors import UsageError
 
 METHODS = ("spearman", "pearson", "kendall")
 
@@ -36,7 +37,7 @@ def _statistic(method: str, x: np.ndarray, y: np.ndarray) -> tuple[float, float]
     elif method == "kendall":
         result = stats.kendalltau(x, y)
     else:
-        raise ValueError(f"unknown correlation {method!r}; choose one of {METHODS}")
+        raise UsageError(f"unknown correlation {method!r}; choose one of {METHODS}")
     return float(result.statistic), float(result.pvalue)
 
 
@@ -59,11 +60,11 @@ def correlate(
     """
     x, y = np.asarray(metric, dtype=float), np.asarray(human, dtype=float)
     if x.shape != y.shape:
-        raise ValueError(f"{len(x)} metric scores but {len(y)} human ratings")
+        raise UsageError(f"{len(x)} metric scores but {len(y)} human ratings")
     if len(x) < 3:
-        raise ValueError(f"a correlation needs at least 3 pairs, got {len(x)}")
+        raise UsageError(f"a correlation needs at least 3 pairs, got {len(x)}")
     if not (np.isfinite(x).all() and np.isfinite(y).all()):
-        raise ValueError("metric scores and human ratings must be finite numbers")
+        raise UsageError("metric scores and human ratings must be finite numbers")
     rng = np.random.default_rng(seed)
     samples = rng.integers(0, len(x), size=(bootstrap, len(x)))
     out = {}

@@ -14,6 +14,7 @@ from ..follow_ups import CANDIDATES
 from .rated_files import RatedData, RatedItem
 from ..result import FullResult
 from ..scorer import FullScorer
+from ..errors import UsageError
 
 LEVELS = ("turn", "dialog")
 
@@ -106,7 +107,7 @@ def rank_follow_ups(
 def split_holdout(data: RatedData, fraction: float, seed: int = 0) -> tuple[RatedData, RatedData]:
     """Split each level's items at random into a selection part and a held-out report part."""
     if not 0 < fraction < 1:
-        raise ValueError(f"the held-out fraction must be between 0 and 1, got {fraction}")
+        raise UsageError(f"the held-out fraction must be between 0 and 1, got {fraction}")
     rng = random.Random(seed)
     select, report = [], []
     for level in LEVELS:

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 from .human_eval import LEVELS, score_items
 from .rated_files import RatedData
 from ..scorer import FullScorer
+from ..errors import UsageError
 
 
 @dataclass
@@ -87,9 +88,9 @@ def read_table(path: str | Path) -> LogLikTable:
         items = [TableItem(**item) for item in raw.pop("items")]
         table = LogLikTable(**raw, items=items)
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as error:
-        raise ValueError(f"{path}: not a log-likelihood table ({error})") from None
+        raise UsageError(f"{path}: not a log-likelihood table ({error})") from None
     width = len(table.follow_ups)
     for k, item in enumerate(table.items):
         if len(item.log_likelihoods) != width:
-            raise ValueError(f"{path}: item {k} has {len(item.log_likelihoods)} log-likelihoods, expected {width}")
+            raise UsageError(f"{path}: item {k} has {len(item.log_likelihoods)} log-likelihoods, expected {width}")
     return table

@@ -14,9 +14,10 @@ from typing import Any
 
 from ..dialog_files import table_rows
 from ..turns import split_turns, strip_speaker
+from ..errors import UsageError
 
 
-class RatedFileError(ValueError):
+class RatedFileError(UsageError):
     """A malformed rated-data file; the message names the file, item and field."""
 
 
@@ -169,4 +170,4 @@ def read_rated(path: str | Path, fmt: str = "auto", skip_invalid: bool = False, 
         return read_fed(path, skip_invalid)
     if fmt == "table":
         return read_table(path, skip_invalid=skip_invalid, **fields)
-    raise ValueError(f"unknown format {fmt!r}; choose fed, table or auto")
+    raise UsageError(f"unknown format {fmt!r}; choose fed, table or auto")

@@ -29,6 +29,7 @@ from ..aggregate import aggregate
 from .correlation import correlate
 from ..follow_ups import CANDIDATES, PAPER_FIVE
 from .loglik_tables import LogLikTable
+from ..errors import UsageError
 
 #: The polarity of each Table 3 candidate: +1 positive (likely after a good response), -1 negative.
 SIGN = {c.text: (1 if c.polarity == "positive" else -1) for c in CANDIDATES}
@@ -64,7 +65,7 @@ def _aspect(table: LogLikTable) -> str:
     if "Overall" in keys:
         return "Overall"
     if len(keys) != 1:
-        raise ValueError(f"{table.data_set}: no 'Overall' rating and several aspects {sorted(keys)}")
+        raise UsageError(f"{table.data_set}: no 'Overall' rating and several aspects {sorted(keys)}")
     return next(iter(keys))
 
 
@@ -77,7 +78,7 @@ def slice_data(tables: Sequence[LogLikTable], level: str, follow_ups: Sequence[s
     follow_ups = list(first.follow_ups if follow_ups is None else follow_ups)
     for table in tables:
         if len(table.level(level)) != len(items) or not set(follow_ups) <= set(table.follow_ups):
-            raise ValueError(f"{first.data_set}: tables of {first.model} and {table.model} do not cover the same items")
+            raise UsageError(f"{first.data_set}: tables of {first.model} and {table.model} do not cover the same items")
     keep = [k for k, item in enumerate(items) if aspect in item.ratings]
     columns = [[t.follow_ups.index(f) for f in follow_ups] for t in tables]
     return SliceData(
@@ -101,7 +102,7 @@ def signed_scores(data: SliceData, follow_ups: Sequence[str], aggregation: str) 
     negative = [f for f in follow_ups if SIGN.get(f, -1) < 0]
     positive = [f for f in follow_ups if SIGN.get(f, -1) > 0]
     if aggregation not in STUDY_AGGREGATIONS:
-        raise ValueError(f"unknown study aggregation {aggregation!r}; choose one of {STUDY_AGGREGATIONS}")
+        raise UsageError(f"unknown study aggregation {aggregation!r}; choose one of {STUDY_AGGREGATIONS}")
     index = [data.follow_ups.index(f) for f in (*negative, *positive)]
     counts = [data.token_counts[j] for j in index]
     models = data.log_likelihoods
@@ -238,7 +239,7 @@ def choose(
                 if best is None or score > best[0] + 1e-12:
                     best = (score, config, follow_ups)
     if best is None:
-        raise ValueError("no configuration to choose from")
+        raise UsageError("no configuration to choose from")
     return best
 
 

@@ -18,6 +18,7 @@ from .study import (
     STUDY_AGGREGATIONS, Config, Slice, SliceData, choose, covers, data_set_mean, evaluate, follow_up_rules,
     leave_one_out, length_baseline, rule_scores, signed_scores, slice_data, spearman,
 )
+from ..errors import UsageError
 
 #: The issue's targets (Spearman, out-of-selection) per slice name.
 TARGETS = {"fed-turn": 0.40, "fed-dialog": 0.60, "usr-topicalchat": 0.35, "usr-personachat": 0.35}
@@ -45,12 +46,12 @@ def build_variants(
     for table in tables:
         by_set = groups.setdefault(_variant_name(table), {})
         if table.data_set in by_set:
-            raise ValueError(f"two tables for {_variant_name(table)} on {table.data_set}")
+            raise UsageError(f"two tables for {_variant_name(table)} on {table.data_set}")
         by_set[table.data_set] = table
     data_sets = sorted({t.data_set for t in tables})
     incomplete = [name for name, by_set in groups.items() if sorted(by_set) != data_sets]
     if incomplete:
-        raise ValueError(f"variants without a table for every data set {data_sets}: {incomplete}")
+        raise UsageError(f"variants without a table for every data set {data_sets}: {incomplete}")
     variants: dict[str, dict[Slice, SliceData]] = {}
     family: dict[str, str] = {}
     settings: dict[str, dict[str, Any]] = {}

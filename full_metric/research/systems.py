@@ -16,6 +16,7 @@ from typing import Any, Sequence
 
 from ..comparison import PairingError, compare_systems, pair_items
 from .rated_files import RatedItem
+from ..errors import UsageError
 
 VERDICTS = ("agree", "disagree", "FULL only", "people only", "neither")
 
@@ -42,7 +43,7 @@ def system_agreement(
     for item, score in kept:
         by_system.setdefault(str(item.system), []).append((item, score))
     if len(by_system) < 2:
-        raise ValueError(f"need at least two systems, found {sorted(by_system)}")
+        raise UsageError(f"need at least two systems, found {sorted(by_system)}")
     names = sorted(by_system)
     try:
         order = pair_items({n: [tuple(i.context) for i, _ in by_system[n]]

@@ -107,3 +107,47 @@ def test_a_missing_extra_is_answered_with_the_install_command(monkeypatch, capsy
                  "--no-progress"])
     assert code == 2
     assert "pip install 'full-metric[analysis]'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("files, extra, message", [
+    ({"a.jsonl": [("Hi!", "Hello.", None)]}, [], "compare needs two systems or more"),
+    ({"a.jsonl": [("Hi!", "Hello.", "bot")], "b.jsonl": [("Hi!", "Hey.", "bot")]}, [], "name the same system"),
+    ({"a.jsonl": [("Hi!", "Hello.", None)], "b.jsonl": [("Hi!", "Hey.", None)]}, ["--baseline", "c"],
+     "--baseline 'c' is not one of the systems"),
+    ({"a.jsonl": [("Hi!", "Hello.", None)], "b.jsonl": [("Bye!", "Hey.", None)]}, [], "must answer the same contexts"),
+])
+def test_compare_checks_what_is_cheap_before_loading_the_model(files, extra, message, tmp_path, capsys, monkeypatch):
+    """Before, these were found after every file had been scored."""
+    import full_metric.cli as cli
+
+    monkeypatch.setattr(cli, "_make_scorer", lambda args: pytest.fail("the model was loaded"))
+    paths = []
+    for name, rows in files.items():
+        path = tmp_path / name
+        path.write_text("".join(json.dumps({"context": [c], "response": r, **({"system": s} if s else {})}) + "\n"
+                                for c, r, s in rows))
+        paths.append(str(path))
+    assert main(["compare", *paths, "--model", "never/loaded", *extra]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_an_internal_error_is_shown_as_a_bug_not_as_bad_input(tmp_path, capsys, monkeypatch):
+    """Before, every TypeError / ValueError, bugs included, was exit 2 with no traceback."""
+    import full_metric.cli as cli
+
+    def broken(args):
+        raise TypeError("unsupported operand type(s) for +: 'int' and 'str'")
+
+    monkeypatch.setitem(cli.COMMANDS, "score", broken)
+    rows = tmp_path / "in.jsonl"
+    rows.write_text(json.dumps({"context": ["Hi!"], "response": "Hello."}) + "\n")
+    assert main(["score", str(rows), "-o", str(tmp_path / "out.jsonl")]) == cli.INTERNAL_ERROR == 1
+    err = capsys.readouterr().err
+    assert "internal error (a bug in full-metric" in err and "TypeError" in err and "--debug" in err
+    with pytest.raises(TypeError, match="unsupported operand"):
+        main(["--debug", "score", str(rows), "-o", str(tmp_path / "out.jsonl")])
+    monkeypatch.setitem(cli.COMMANDS, "score", lambda args: (_ for _ in ()).throw(ValueError("a library's own error")))
+    assert main(["score", str(rows), "-o", str(tmp_path / "out.jsonl")]) == 1  # not ours: not a user error
+    # a user error stays one line and exit 2
+    assert main(["score", str(rows), "-o", str(rows)]) == 2
+    assert "the output is the input file" in capsys.readouterr().err

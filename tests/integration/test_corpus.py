@@ -329,3 +329,19 @@ def test_one_reader_one_check_one_writer():
         text = (package / face).read_text(encoding="utf-8")
         assert all(u in text for u in uses), face
         assert "csv.DictReader" not in text and "def _json_lines" not in text and "def _check_row" not in text, face
+
+
+def test_the_output_is_the_input_however_it_is_named(tmp_path, monkeypatch):
+    """Compared as files, not strings: ./in.jsonl, the absolute path, a symbolic and a hard link."""
+    import os
+
+    from full_metric.dialog_files import DialogFileError, refuse_overwriting_input
+
+    src = _write_jsonl(tmp_path / "in.jsonl", _rows(2))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "link.jsonl").symlink_to(src)
+    os.link(src, tmp_path / "hard.jsonl")
+    for output in ("./in.jsonl", str(src.resolve()), "link.jsonl", "hard.jsonl", "sub/../in.jsonl"):
+        with pytest.raises(DialogFileError, match="the output is the input file"):
+            refuse_overwriting_input(["in.jsonl"], output)
+    refuse_overwriting_input(["in.jsonl"], "out.jsonl")  # another file: fine

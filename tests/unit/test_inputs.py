@@ -97,3 +97,17 @@ def test_valid_edge_cases_score(scorer):
 def test_empty_input_gives_empty_result(scorer):
     result = scorer.score([], [])
     assert result.scores == [] and result.mean != result.mean
+
+
+def test_a_response_under_another_name_is_refused_not_scored_as_a_dialog():
+    """Before, ``{"context": [...], "reply": "..."}`` was silently scored at dialog level."""
+    import pytest
+
+    from full_metric.dialog_files import DialogFileError, check_row
+
+    with pytest.raises(DialogFileError, match=r"line 3: no field 'response' but a field 'reply'"):
+        check_row({"context": ["Hi!"], "reply": "Hello."}, "in.jsonl, line 3")
+    with pytest.raises(DialogFileError, match="field 'Answer'"):
+        check_row({"context": "Hi!", "Answer": "Hello."}, "in.csv, line 2", csv_row=True)
+    assert check_row({"context": ["Hi!", "Hello."], "system": "bot-a", "id": 7}, "x") == (["Hi!", "Hello."], None)
+    assert check_row({"context": ["Hi!"], "response": "Hello.", "reply": "kept as is"}, "x") == (["Hi!"], "Hello.")

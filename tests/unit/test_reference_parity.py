@@ -48,3 +48,21 @@ def test_reference_truncates_on_the_right(reference_scorer):
 def test_reference_needs_encoder_decoder(tiny_models, tokenizer):
     with pytest.raises(ValueError, match="encoder-decoder"):
         FullScorer(tiny_models["llama"], tokenizer=tokenizer, preset="reference", progress=False)
+
+
+def test_the_reference_preset_keeps_the_packages_50_turns(tiny_blenderbot_path):
+    """The package keeps ``conversation[-50:] + [response]`` (turn level) and ``conversation[-50:]``
+    (dialog level) (``full/eval.py`` of full 0.0.3.1). No parity case is longer than 15 turns, so
+    this pins it on 60: the first turns kept decide the score, as the reference cuts the end."""
+    from full_metric import FullScorer
+    from full_metric.presets import PRESETS
+
+    scorer = FullScorer(tiny_blenderbot_path, preset="reference", progress=False)
+    turns = [f"turn {k} is here" for k in range(60)]
+    kept = scorer.score([turns], ["the answer"]).scores
+    assert kept == scorer.score([turns[-50:]], ["the answer"]).scores
+    assert kept != scorer.score([turns[-16:]], ["the answer"]).scores
+    whole = scorer.score([turns]).scores
+    assert whole == scorer.score([turns[-50:]]).scores != scorer.score([turns[-16:]]).scores
+    assert {k: PRESETS["reference"][k] for k in ("aggregation", "rendering", "max_turns")} == \
+        {"aggregation": "perplexity", "rendering": "reference", "max_turns": 50}

@@ -1,0 +1,44 @@
+"""A model that cannot be loaded is one line that names it and says what to do, from the scorer,
+the training reward and the command line alike (before: 66 to 94 lines of transformers' traceback):
+a Hub id while offline, a local folder that does not exist, a file that is not a model, a folder
+that is not a model folder."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from full_metric import FullScorer
+from full_metric.cli import main
+from full_metric.training import full_reward
+
+CASES = [
+    ("someorg/no-such-model", "is not on this machine and the Hub cannot be reached: to score offline"),
+    ("facebook/blenderbot-400M-distill", "the Hub cannot be reached.*smollm2-gguf"),
+    ("./no/such/folder", "no such folder or file"),
+    ("README.md", "is a file, not a model"),
+    ("tests", "is a folder without config.json"),
+]
+
+
+@pytest.mark.parametrize("model, message", CASES)
+def test_the_scorer_names_the_model_and_what_to_do(model, message):
+    with pytest.raises(ValueError, match=message) as caught:
+        FullScorer(model, progress=False)
+    assert "\n" not in str(caught.value) and repr(model) in str(caught.value)
+
+
+def test_the_reward_says_the_same_at_its_first_call():
+    reward = full_reward(model="someorg/no-such-model")
+    with pytest.raises(ValueError, match="'someorg/no-such-model' is not on this machine"):
+        reward(["Hi!"], ["Hello."])
+
+
+@pytest.mark.parametrize("model, message", CASES[:1] + CASES[2:4])
+def test_the_command_line_prints_one_line_and_exits_2(model, message, tmp_path, capsys):
+    rows = tmp_path / "in.jsonl"
+    rows.write_text(json.dumps({"context": ["Hi!"], "response": "Hello."}) + "\n")
+    assert main(["score", str(rows), "-o", str(tmp_path / "out.jsonl"), "--model", model]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and model in err
