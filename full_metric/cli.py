@@ -169,7 +169,7 @@ def _parser() -> argparse.ArgumentParser:
     adapt.add_argument("--margin", type=float, default=1.0, help="complaints: the pairwise loss's margin (default 1.0)")
     adapt.add_argument("--lm-weight", type=float, default=0.1,
                        help="complaints: the weight of the language-modelling regulariser (default 0.1)")
-    adapt.add_argument("--device", help="cpu, cuda... (default: cuda where there is one, else cpu)")
+    adapt.add_argument("--device", help="cpu, cuda, mps... (default: auto: this process's GPU under torchrun, else cuda, mps, cpu)")
     adapt.add_argument("--no-progress", dest="progress", action="store_false", help="do not show a progress bar")
     study = commands.add_parser("study", help="compare FULL configurations on log-likelihood tables, leave one set out")
     study.add_argument("tables", nargs="+", help="tables written by score-candidates (every variant on every set)")

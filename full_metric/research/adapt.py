@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 
 from ..dialog_files import check_row, read_rows
 from . import complaints
-from ..models import ADAPTATION_FILE
+from ..models import ADAPTATION_FILE, resolve_device
 from ..scorer import FullScorer
 from ..version import __version__
 from ..errors import UsageError
@@ -306,7 +306,7 @@ def adapt(
         raise AdaptError(f"{len(dialogs)} usable dialog(s): too few to hold {n_held} out and train on the rest")
     torch.manual_seed(seed)
     scorer = FullScorer(model, tokenizer=tokenizer, gguf_file=gguf_file, preset=preset, rendering=rendering,
-                        device=device or ("cuda" if torch.cuda.is_available() else "cpu"), dtype="float32",
+                        device=str(resolve_device(device)), dtype="float32",
                         progress=False)
     name = scorer.loaded.name
     pad = scorer.pad_id
