@@ -26,13 +26,13 @@ import torch
 
 from training_setup import load_policy, split
 from full_metric.rendering import chat_messages, template_needs_user_first
-from full_metric.training import FullScorer, answer_profile, full_reward, generate_responses, repetition_reward
+from full_metric.training import (
+    FullScorer, answer_profile, full_reward, generate_responses, repetition_reward, summary,
+)
 
 
 def measure(model, tokenizer, judge: FullScorer, contexts: list[list[str]], max_new_tokens: int) -> dict:
     """The policy's greedy answers to ``contexts``: FULL (mean and interval) and the answers' profile."""
-    from full_metric.training import summary
-
     answers = generate_responses(model, tokenizer, contexts, {"max_new_tokens": max_new_tokens})
     return {**summary(judge.score(contexts, answers)), **answer_profile(answers), "answers": answers}
 
@@ -74,12 +74,8 @@ def main() -> None:
     measured_s = time.perf_counter() - started
 
     user_first = template_needs_user_first(tokenizer)
-
-    def conversation(turns: list[str]) -> list[dict]:  # the last turn the user's, as FULL prompts the policy
-        return chat_messages(turns, "user", user_first)
-
-    steps_prompts = args.steps * args.prompts_per_step
-    data = Dataset.from_list([{"prompt": conversation(r["context"])} for r in train[:steps_prompts]])
+    steps_prompts = args.steps * args.prompts_per_step  # the last turn the user's, as FULL prompts the policy
+    data = Dataset.from_list([{"prompt": chat_messages(r["context"], "user", user_first)} for r in train[:steps_prompts]])
     rewards = [full_reward(judge)]
     weights = [1.0]
     if args.repetition_weight:

@@ -28,6 +28,7 @@ import torch.distributed as dist
 from transformers import Trainer, TrainingArguments
 
 from training_setup import load_policy, split
+from full_metric.rendering import template_needs_user_first
 from full_metric.training import FullCallback, check_contexts, prompt_text
 
 HERE = Path(__file__).resolve().parent
@@ -45,8 +46,9 @@ class DialogData(torch.utils.data.Dataset):
     def __init__(self, rows: list[dict], tokenizer, config, max_length: int = 128):
         self.items = []
         chat = bool(getattr(tokenizer, "chat_template", None))
+        user_first = template_needs_user_first(tokenizer)  # asked once for all the rows
         for row in rows:
-            prompt = prompt_text(tokenizer, row["context"], config)
+            prompt = prompt_text(tokenizer, row["context"], config, user_first)
             if config.is_encoder_decoder:
                 item = tokenizer(prompt, truncation=True, max_length=max_length)
                 item["labels"] = tokenizer(text_target=row["response"], truncation=True, max_length=max_length)["input_ids"]

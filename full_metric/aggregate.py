@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from typing import Sequence
+
 from .errors import UsageError
 
 #: ``sum``: the paper's equation (1), -sum_i log p(f_i | dialog). The follow-ups are negative

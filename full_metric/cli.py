@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .dialog_files import DialogFileError, read_dialog_lines, read_follow_ups, refuse_overwriting_input, scored_records
+from .errors import UsageError
 from .follow_ups import NAMED_SETS
 from .settings import LOAD_SETTINGS
 from .version import __version__
-from .errors import UsageError
 
 _FOLLOW_UP_SETTINGS = ("follow_ups", "positive_follow_ups")
 

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Hashable, Mapping, Sequence
 
 import numpy as np
+
 from .errors import UsageError
 
 METHODS = ("bootstrap", "randomization")

@@ -10,10 +10,10 @@ import datasets
 import evaluate
 
 from .comparison import DEFAULT_SEED, compare_systems
+from .errors import UsageError
 from .inputs import check_dialogs
 from .metric import _CITATION, FullSettings
 from .settings import describe
-from .errors import UsageError
 
 _DESCRIPTION = """\
 Compares two dialog systems that answered the same contexts with FULL (Follow-Up Log-Likelihood):

@@ -14,8 +14,8 @@ import os
 from pathlib import Path
 from typing import IO, Any, Iterator, Sequence
 
-from .turns import split_turns
 from .errors import UsageError
+from .turns import split_turns
 
 #: The suffixes of the files :func:`iter_rows` reads.
 ROW_SUFFIXES = (".jsonl", ".json", ".csv")

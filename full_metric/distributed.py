@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import torch
+
 from .errors import UsageError
 
 logger = logging.getLogger(__name__)
@@ -106,20 +107,25 @@ def gather_results(result: Any) -> list[Any]:
     return out
 
 
-def merge_results(results: Sequence[Any]) -> Any:
+def merge_results(results: Sequence[Any], order: Sequence[int] | None = None) -> Any:
     """One :class:`~full_metric.result.FullResult` from several with the same signature (e.g. the
-    ranks' results of :func:`gather_results`), their dialogs concatenated in the order given."""
+    ranks' results of :func:`gather_results`), their dialogs concatenated in the order given, or,
+    with ``order``, the concatenation's dialogs taken in that order."""
     from dataclasses import replace
 
     first = results[0]
     if any(r.signature != first.signature for r in results):
         raise UsageError("results made with different settings (signatures) cannot be merged")
+
+    def join(values: list[Any]) -> list[Any]:
+        return values if order is None else [values[k] for k in order]
+
     return replace(
         first,
-        scores=[s for r in results for s in r.scores],
-        follow_up_log_likelihoods=[v for r in results for v in r.follow_up_log_likelihoods],
-        dropped_tokens=[d for r in results for d in r.dropped_tokens],
-        category_scores={k: [v for r in results for v in r.category_scores[k]] for k in first.category_scores},
+        scores=join([s for r in results for s in r.scores]),
+        follow_up_log_likelihoods=join([v for r in results for v in r.follow_up_log_likelihoods]),
+        dropped_tokens=join([d for r in results for d in r.dropped_tokens]),
+        category_scores={k: join([v for r in results for v in r.category_scores[k]]) for k in first.category_scores},
     )
 
 
@@ -127,16 +133,8 @@ def merge_in_order(parts: Sequence[tuple[Sequence[int], Any]]) -> Any:
     """One :class:`~full_metric.result.FullResult` from the ranks' ``(indices, result)`` parts (each
     result scores the items at its indices), its dialogs in index order: the order of the input,
     whatever share each rank had. The indices must cover ``0 .. n-1`` exactly once."""
-    from dataclasses import replace
-
-    merged = merge_results([result for _, result in parts])
     positions = [i for indices, _ in parts for i in indices]
-    if sorted(positions) != list(range(len(positions))) or len(positions) != len(merged.scores):
-        raise UsageError(f"the shares cover items {sorted(positions)}, not each of 0..{len(merged.scores) - 1} once")
-    order = sorted(range(len(positions)), key=positions.__getitem__)
-    pick = lambda values: [values[k] for k in order]  # noqa: E731
-    return replace(
-        merged, scores=pick(merged.scores), follow_up_log_likelihoods=pick(merged.follow_up_log_likelihoods),
-        dropped_tokens=pick(merged.dropped_tokens),
-        category_scores={k: pick(v) for k, v in merged.category_scores.items()},
-    )
+    count = sum(len(result.scores) for _, result in parts)
+    if sorted(positions) != list(range(len(positions))) or len(positions) != count:
+        raise UsageError(f"the shares cover items {sorted(positions)}, not each of 0..{count - 1} once")
+    return merge_results([result for _, result in parts], order=sorted(range(len(positions)), key=positions.__getitem__))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Iterable, Literal, Sequence
+
 from .errors import UsageError, UsageTypeError
 
 Level = Literal["turn", "dialog"]

@@ -37,8 +37,8 @@ from typing import Any, Sequence
 
 import torch
 
-from .models import text_config
 from .errors import UsageError
+from .models import text_config
 
 LogLik = tuple[float, int]
 #: The most logits (rows x positions x vocabulary) held at once by the decoder-only engines.

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Sequence
+
 from .errors import UsageError
 
 RENDERINGS = ("blenderbot", "seq2seq", "speaker", "chat_template", "plain", "eos", "reference")

@@ -10,6 +10,7 @@ from tqdm.auto import tqdm
 
 from .aggregate import aggregate
 from .engines import ENGINES, candidates, refusal
+from .errors import UsageError
 from .fine_grained import category_scores
 from .inputs import check_dialogs
 from .loglik import LogLik, is_out_of_memory
@@ -18,7 +19,6 @@ from .presets import PRESETS, preset_fits, preset_runs
 from .rendering import Renderer, default_rendering
 from .result import FullResult, make_signature
 from .settings import BY_NAME, CALL_OPTIONS, check_known, check_settings, describe, resolve_options
-from .errors import UsageError
 
 logger = logging.getLogger(__name__)
 

@@ -21,13 +21,13 @@ import torch
 
 from .comparison import mean_interval
 from .distributed import balanced_shares, current_rank, gather_results, merge_in_order
+from .errors import UsageError, UsageTypeError
 from .inputs import check_turns
 from .models import max_positions, resolve_device
 from .rendering import Renderer, chat_messages, default_rendering, encode_text, template_needs_user_first
 from .result import FullResult
 from .scorer import FullScorer
 from .turns import split_turns
-from .errors import UsageError, UsageTypeError
 
 try:  # transformers is a dependency; the base class makes the callback a TrainerCallback
     from transformers import TrainerCallback
@@ -65,10 +65,8 @@ def judge_placement(settings: dict[str, Any], trainer_device: torch.device | str
     (:func:`~full_metric.models.resolve_device`: ``cuda:LOCAL_RANK`` under ``torchrun``). Without a
     ``dtype``, bfloat16 on an accelerator (the model's own float32 on a CPU). The one rule of the
     callback, :func:`full_compute_metrics` and :func:`full_reward`."""
-    device = settings.get("device")
-    if device in (None, "auto"):
-        device = trainer_device if trainer_device is not None else None
-    device = resolve_device(device)
+    given = settings.get("device")
+    device = resolve_device(trainer_device if given in (None, "auto") else given)
     dtype = settings.get("dtype")
     if dtype is None and device.type != "cpu":
         dtype = "bfloat16"
@@ -104,14 +102,18 @@ def summary(result: FullResult, prefix: str = "full") -> dict[str, Any]:
             f"{prefix}_n": len(result.scores), f"{prefix}_signature": result.signature}
 
 
-def prompt_text(tokenizer: Any, turns: Sequence[str], config: Any) -> str:
+def prompt_text(tokenizer: Any, turns: Sequence[str], config: Any, user_first: bool | None = None) -> str:
     """What the model being trained (``config``: its ``model.config``) reads to answer: its chat
     template where the tokenizer has one (the last turn the user's; a strict template gets the
     judge's user-first placeholder, :func:`~full_metric.rendering.chat_messages`), else FULL's
     rendering of the dialog for its model type (BlenderBot's own format for BlenderBot; ``B:``
-    answers ``A:`` for decoder-only)."""
+    answers ``A:`` for decoder-only). ``user_first``: the template's answer to
+    :func:`~full_metric.rendering.template_needs_user_first`, when the caller asked it once for
+    many prompts (``None``: asked here)."""
     if getattr(tokenizer, "chat_template", None):
-        messages = chat_messages(turns, "user", template_needs_user_first(tokenizer))
+        if user_first is None:
+            user_first = template_needs_user_first(tokenizer)
+        messages = chat_messages(turns, "user", user_first)
         return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     if config.is_encoder_decoder:
         rendering = default_rendering(config.model_type, getattr(tokenizer, "name_or_path", ""), True)
@@ -151,9 +153,11 @@ def prompt_ids(model: Any, tokenizer: Any, contexts: Sequence[Sequence[str]], ma
     (:func:`~full_metric.rendering.encode_text`)."""
     limit = prompt_limit(model, tokenizer, max_new_tokens)
     special = not getattr(tokenizer, "chat_template", None)  # a chat template writes its own special tokens
+    user_first = template_needs_user_first(tokenizer)  # asked once for all the prompts
     out = []
     for context in contexts:
-        ids = list(encode_text(tokenizer, prompt_text(tokenizer, context, model.config), limit, special).context_ids)
+        text = prompt_text(tokenizer, context, model.config, user_first)
+        ids = list(encode_text(tokenizer, text, limit, special).context_ids)
         if special and not model.config.is_encoder_decoder:  # a decoder-only prompt ends where the answer starts
             while len(ids) > 1 and ids[-1] == tokenizer.eos_token_id:
                 ids.pop()
@@ -191,12 +195,11 @@ def generate_responses(
         for k, chunk in enumerate(chunks):
             ids = prompt_ids(model, tokenizer, chunk, kwargs["max_new_tokens"])
             width = max(len(i) for i in ids)
-            fill = [[pad] * (width - len(i)) for i in ids]
-            mask = [[0] * len(f) + [1] * len(i) for i, f in zip(ids, fill)]
-            rows = [f + i for i, f in zip(ids, fill)]
-            if encoder_decoder:  # an encoder reads its prompt from the first position: pad on the right
-                rows = [i + f for i, f in zip(ids, fill)]
-                mask = [m[::-1] for m in mask]
+            # a decoder-only prompt ends where generation starts: pad on the left; an encoder reads from
+            # the first position: pad on the right
+            side = (lambda row, fill: row + fill) if encoder_decoder else (lambda row, fill: fill + row)
+            rows = [side(i, [pad] * (width - len(i))) for i in ids]
+            mask = [side([1] * len(i), [0] * (width - len(i))) for i in ids]
             batch = {"input_ids": torch.tensor(rows, device=model.device),
                      "attention_mask": torch.tensor(mask, device=model.device)}
             out = model.generate(**batch, pad_token_id=pad, **kwargs)

@@ -22,12 +22,12 @@ from typing import Any, Iterator, Mapping, Sequence
 
 from .aggregate import AGGREGATIONS
 from .dialog_files import check_row, scored_records, table_rows
+from .errors import UsageError
 from .follow_ups import NAMED_SETS, PAPER_FIVE, validate_follow_ups
 from .presets import fitting_presets
 from .scorer import FullScorer
 from .settings import LOAD_SETTINGS, Setting, check_signs, positive_int, resolve_positive
 from .turns import split_turns, strip_speaker
-from .errors import UsageError
 
 
 #: What one request may hold, and how long a batch may run: the app's limits, each declared once,

@@ -32,11 +32,11 @@ import torch
 from tqdm.auto import tqdm
 
 from ..dialog_files import check_row, read_rows
-from . import complaints
+from ..errors import UsageError
 from ..models import ADAPTATION_FILE, resolve_device
 from ..scorer import FullScorer
 from ..version import __version__
-from ..errors import UsageError
+from . import complaints
 
 logger = logging.getLogger(__name__)
 
@@ -148,22 +148,26 @@ CHARS_PER_TOKEN = 16
 def _examples(
     scorer: FullScorer, dialogs: Iterable[list[str]], max_length: int
 ) -> Iterator[tuple[list[int], list[int]]]:
-    """(input ids, labels) per example in the scorer's rendering, one at a time: the context as the
-    scorer encodes it (truncated as it truncates, from the left, to at most ``max_length`` tokens
-    with its follow-up), the last turn as a follow-up (an encoder-decoder: one example per turn
-    after the first; its labels are exactly the follow-up's ids). Turns are cut to
-    :data:`CHARS_PER_TOKEN` characters per token of ``max_length`` before rendering."""
-    cap = CHARS_PER_TOKEN * max_length
+    """(input ids, labels) per example in the scorer's rendering, one at a time (:func:`_example`):
+    the last turn as a follow-up; an encoder-decoder gets one example per turn after the first."""
     for dialog in dialogs:
-        cuts = range(1, len(dialog)) if scorer.loaded.is_encoder_decoder else [len(dialog) - 1]
-        for cut in cuts:
-            target = list(scorer.renderer.target_ids(dialog[cut][:cap]))[: max_length // 2]
-            limit = min(scorer.context_limit([target]), max(1, max_length - len(target)))
-            context = list(scorer.renderer.encode([t[-cap:] for t in dialog[:cut]], limit).context_ids)
-            if scorer.loaded.is_encoder_decoder:
-                yield context, target
-            else:
-                yield context + target, context + target
+        for cut in range(1, len(dialog)) if scorer.loaded.is_encoder_decoder else [len(dialog) - 1]:
+            yield _example(scorer, dialog, cut, max_length)
+
+
+def _example(scorer: FullScorer, dialog: Sequence[str], cut: int, max_length: int) -> tuple[list[int], list[int]]:
+    """The example of ``dialog[cut]`` as a follow-up to the turns before it: the context as the
+    scorer encodes it (truncated as it truncates, from the left, to at most ``max_length`` tokens
+    with its follow-up); an encoder-decoder's labels are exactly the follow-up's ids, a causal
+    model's the whole sequence. Turns are cut to :data:`CHARS_PER_TOKEN` characters per token of
+    ``max_length`` before rendering."""
+    cap = CHARS_PER_TOKEN * max_length
+    target = list(scorer.renderer.target_ids(dialog[cut][:cap]))[: max_length // 2]
+    limit = min(scorer.context_limit([target]), max(1, max_length - len(target)))
+    context = list(scorer.renderer.encode([t[-cap:] for t in dialog[:cut]], limit).context_ids)
+    if scorer.loaded.is_encoder_decoder:
+        return context, target
+    return context + target, context + target
 
 
 def _budgeted(examples: Iterable[tuple[list[int], list[int]]], max_tokens: int, encoder_decoder: bool,
@@ -315,10 +319,8 @@ def adapt(
     held_pairs: list[complaints.Pair] = []
     if objective == "complaints":
         try:
-            complaints.aggregate_tensor(torch.zeros(1, len(scorer.follow_ups) + len(scorer.positive_follow_ups)),
-                                        [1] * (len(scorer.follow_ups) + len(scorer.positive_follow_ups)),
-                                        scorer.aggregation, len(scorer.positive_follow_ups))
-        except ValueError as error:
+            complaints.check_trainable(scorer.aggregation, len(scorer.positive_follow_ups))
+        except UsageError as error:
             raise AdaptError(str(error)) from None
         if max_pairs < batch_size:
             raise AdaptError(f"the budget of {max_pairs} pairs is smaller than one batch ({batch_size} pairs); "
@@ -328,7 +330,7 @@ def adapt(
         if len(pairs) < batch_size or not held_pairs:
             raise AdaptError(f"{len(pairs)} training pair(s) and {len(held_pairs)} held-out pair(s): too few dialogs "
                              "to train on FULL's question")
-        train_examples = [next(reversed(list(_examples(scorer, [[*p.context, p.real]], max_length)))) for p in pairs]
+        train_examples = [_example(scorer, [*p.context, p.real], len(p.context), max_length) for p in pairs]
         tokens = sum(len(i) + (len(t) if scorer.loaded.is_encoder_decoder else 0) for i, t in train_examples)
     else:
         train_examples, tokens = _budgeted(_examples(scorer, dialogs[n_held:], max_length), max_tokens,

@@ -17,12 +17,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..comparison import clustered_mean_interval, mean_interval
+from ..errors import UsageError
 from ..scorer import FullScorer
 from .correlation import correlate
 from .human_eval import score_items
 from .rated_files import RatedData, RatedItem, read_rated
 from .systems import system_agreement
-from ..errors import UsageError
 
 #: Replies that fit any context and say nothing.
 GENERIC_REPLIES = ("Yes.", "I don't know.", "That's cool.", "Haha, ok.", "Sure.")

@@ -21,8 +21,10 @@ from typing import Any, Sequence
 
 import torch
 
-from ..scorer import FullScorer
+from ..aggregate import AGGREGATIONS
 from ..errors import UsageError
+from ..loglik import _decoder_start, _pad, _token_log_probs
+from ..scorer import FullScorer
 
 CORRUPTIONS = ("other", "echo", "far", "truncated", "generic")
 #: How often each corruption is drawn (a corruption that does not apply to a dialog falls back to "other").
@@ -90,8 +92,17 @@ def _corrupt(kind: str, dialogs: Sequence[Sequence[str]], i: int, k: int, rng: r
     return rng.choice(TRAINING_GENERIC_REPLIES)
 
 
+def check_trainable(aggregation: str, positive: int) -> None:
+    """Refuse an aggregation the objective cannot train: ``perplexity`` with positive follow-ups
+    (FULL itself refuses it: :func:`full_metric.aggregate.aggregate`)."""
+    if aggregation not in AGGREGATIONS or (aggregation == "perplexity" and positive):
+        raise UsageError(f"the complaints objective cannot train with aggregation {aggregation!r} and {positive} "
+                         "positive follow-ups")
+
+
 def aggregate_tensor(log_likelihoods: torch.Tensor, counts: Sequence[int], aggregation: str, positive: int) -> torch.Tensor:
     """:func:`full_metric.aggregate.aggregate` on a (dialogs x follow-ups) tensor, differentiably."""
+    check_trainable(aggregation, positive)
     split = log_likelihoods.shape[1] - positive
     neg, pos = log_likelihoods[:, :split], log_likelihoods[:, split:]
     if aggregation == "sum":
@@ -102,45 +113,35 @@ def aggregate_tensor(log_likelihoods: torch.Tensor, counts: Sequence[int], aggre
     if aggregation == "balanced":
         praise = pos.mean(1) if positive else torch.zeros_like(neg[:, 0])
         return praise - neg.mean(1) if split else praise
-    if aggregation == "perplexity" and not positive:
-        return torch.exp(-per_token).mean(1)
-    raise UsageError(f"the complaints objective cannot train with aggregation {aggregation!r} and {positive} positive follow-ups")
-
-
-def _pad(rows: Sequence[Sequence[int]], value: int) -> tuple[torch.Tensor, torch.Tensor]:
-    width = max(len(r) for r in rows)
-    ids = torch.tensor([list(r) + [value] * (width - len(r)) for r in rows])
-    mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows])
-    return ids, mask
+    return torch.exp(-per_token).mean(1)  # perplexity, negative follow-ups only
 
 
 def follow_up_log_likelihoods(model: Any, contexts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]],
                               pad_id: int) -> torch.Tensor:
     """log p(target | context) summed over each target's tokens, for every context and target, as a
     (contexts x targets) float32 tensor with gradients: one plain forward over every pair
-    (right-padded, so positions are those of a row alone)."""
+    (right-padded, so positions are those of a row alone; the padding, decoder start and token
+    log-probabilities of :mod:`full_metric.loglik`)."""
     device = model.device
     pairs = [(c, t) for c in contexts for t in targets]
     if model.config.is_encoder_decoder:
-        start = model.config.decoder_start_token_id
-        if start is None:
-            start = model.generation_config.decoder_start_token_id
-        enc, enc_mask = _pad([c for c, _ in pairs], pad_id)
-        dec, dec_mask = _pad([[start, *t[:-1]] for _, t in pairs], pad_id)
-        logits = model(input_ids=enc.to(device), attention_mask=enc_mask.to(device), decoder_input_ids=dec.to(device),
-                       decoder_attention_mask=dec_mask.to(device), use_cache=False).logits
-        labels, scored = _pad([t for _, t in pairs], 0)
+        start = _decoder_start(model)
+        enc, enc_mask = _pad([c for c, _ in pairs], pad_id, device)
+        dec, dec_mask = _pad([[start, *t[:-1]] for _, t in pairs], pad_id, device)
+        logits = model(input_ids=enc, attention_mask=enc_mask, decoder_input_ids=dec, decoder_attention_mask=dec_mask,
+                       use_cache=False).logits
+        labels, scored = _pad([t for _, t in pairs], 0, device)
     else:
-        ids, mask = _pad([[*c, *t] for c, t in pairs], pad_id)
-        logits = model(input_ids=ids.to(device), attention_mask=mask.to(device), use_cache=False).logits[:, :-1]
+        ids, mask = _pad([[*c, *t] for c, t in pairs], pad_id, device)
+        logits = model(input_ids=ids, attention_mask=mask, use_cache=False).logits[:, :-1]
         width = logits.shape[1]
         labels = torch.zeros((len(pairs), width), dtype=torch.long)
         scored = torch.zeros((len(pairs), width), dtype=torch.long)
         for r, (c, t) in enumerate(pairs):  # the logit at position p predicts token p + 1
             labels[r, len(c) - 1 : len(c) - 1 + len(t)] = torch.tensor(list(t))
             scored[r, len(c) - 1 : len(c) - 1 + len(t)] = 1
-    lp = torch.log_softmax(logits.float(), dim=-1).gather(-1, labels.to(device).unsqueeze(-1)).squeeze(-1)
-    return (lp * scored.to(device)).sum(-1).view(len(contexts), len(targets))
+        labels, scored = labels.to(device), scored.to(device)
+    return (_token_log_probs(logits, labels) * scored).sum(-1).view(len(contexts), len(targets))
 
 
 def dialog_scores(scorer: FullScorer, model: Any, dialogs: Sequence[Sequence[str]], max_context: int | None = None

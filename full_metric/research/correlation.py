@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
 import numpy as np
+
 from ..errors import UsageError
 
 METHODS = ("spearman", "pearson", "kendall")

@@ -10,11 +10,11 @@ import random
 from typing import Any, Sequence
 
 from .correlation import METHODS, correlate
+from ..errors import UsageError
 from ..follow_ups import CANDIDATES
 from .rated_files import RatedData, RatedItem
 from ..result import FullResult
 from ..scorer import FullScorer
-from ..errors import UsageError
 
 LEVELS = ("turn", "dialog")
 

@@ -15,8 +15,8 @@ from typing import Any, Sequence
 
 from .human_eval import LEVELS, score_items
 from .rated_files import RatedData
-from ..scorer import FullScorer
 from ..errors import UsageError
+from ..scorer import FullScorer
 
 
 @dataclass

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ..dialog_files import table_rows
-from ..turns import split_turns, strip_speaker
 from ..errors import UsageError
+from ..turns import split_turns, strip_speaker
 
 
 class RatedFileError(UsageError):

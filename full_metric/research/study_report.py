@@ -11,6 +11,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..errors import UsageError
 from ..follow_ups import CANDIDATES
 from .human_eval import LEVELS
 from .loglik_tables import LogLikTable
@@ -18,7 +19,6 @@ from .study import (
     STUDY_AGGREGATIONS, Config, Slice, SliceData, choose, covers, data_set_mean, evaluate, follow_up_rules,
     leave_one_out, length_baseline, rule_scores, signed_scores, slice_data, spearman,
 )
-from ..errors import UsageError
 
 #: The issue's targets (Spearman, out-of-selection) per slice name.
 TARGETS = {"fed-turn": 0.40, "fed-dialog": 0.60, "usr-topicalchat": 0.35, "usr-personachat": 0.35}
