@@ -166,6 +166,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="dialogs: the language-modelling loss on whole dialogs (default); complaints: FULL's own "
                             "question, pairs of a real next turn and a corrupted reply (docs/cli.md)")
     adapt.add_argument("--max-pairs", type=int, default=2000, help="complaints: the training pair budget (default 2000)")
+    adapt.add_argument("--autocast", choices=("auto", "bfloat16", "none"), default="auto",
+                       help="training precision: auto (bfloat16 on an accelerator or a CPU that computes it natively), "
+                            "bfloat16, none (float32)")
     adapt.add_argument("--margin", type=float, default=1.0, help="complaints: the pairwise loss's margin (default 1.0)")
     adapt.add_argument("--lm-weight", type=float, default=0.1,
                        help="complaints: the weight of the language-modelling regulariser (default 0.1)")
@@ -497,17 +500,21 @@ def _study(args: argparse.Namespace) -> int:
 def _agreement(args: argparse.Namespace) -> int:
     from .research.agreement import GENERIC_REPLIES, agreement, markdown, per_reply_markdown
 
-    rows, signatures = [], {}
+    rows, signatures, scores = [], {}, []
     replies = tuple(args.replies or GENERIC_REPLIES)
     for preset, scorer in _preset_scorers(args):
         loaded = scorer.loaded
         signatures[preset] = scorer.signature()
         for path in args.data:
+            kept: list[dict] = []
             rows += [{"preset": preset, **row} for row in agreement(scorer, path, replies=replies,
                                                                     generic_only=args.generic_only,
-                                                                    bootstrap=args.bootstrap, seed=args.seed)]
+                                                                    bootstrap=args.bootstrap, seed=args.seed,
+                                                                    scores_out=kept)]
+            scores += [{"preset": preset, **level} for level in kept]
     folder = Path(args.output)
     folder.mkdir(parents=True, exist_ok=True)
+    (folder / "scores.json").write_text(json.dumps({"signatures": signatures, "levels": scores}), encoding="utf-8")
     (folder / "results.json").write_text(json.dumps({"command": _command_line(args), "signatures": signatures,
                                                      "rows": rows}, indent=2), encoding="utf-8")
     text = (f"# Agreement with people, and the generic-reply rate\n\nMade by `{_command_line(args)}`.\n\n"
@@ -529,7 +536,8 @@ def _adapt(args: argparse.Namespace) -> int:
                  rendering=args.rendering, method=args.method, max_tokens=args.max_tokens, held_out=args.held_out,
                  batch_size=args.batch_size, max_length=args.max_length, learning_rate=args.learning_rate,
                  lora_rank=args.lora_rank, seed=args.seed, device=args.device, progress=args.progress,
-                 objective=args.objective, max_pairs=args.max_pairs, margin=args.margin, lm_weight=args.lm_weight)
+                 objective=args.objective, max_pairs=args.max_pairs, margin=args.margin, lm_weight=args.lm_weight,
+                 autocast=args.autocast)
     pairs = (f"; held-out pair accuracy {done.held_out_pair_accuracy_before:.3f} -> {done.held_out_pair_accuracy_after:.3f}"
              if done.objective == "complaints" else "")
     print(f"adapted {done.base_model} on {done.training_tokens} tokens in {done.seconds:.0f} s: held-out loss "

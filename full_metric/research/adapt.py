@@ -6,8 +6,8 @@ but the last as the context, the last turn as the follow-up (what FULL scores). 
 model learns the whole sequence; an encoder-decoder reads the context and learns the follow-up,
 and gets one example per turn after the first. Training: LoRA through ``peft`` by default (merged
 into the weights at the end) or full fine-tuning, AdamW, one pass over a token budget, bfloat16
-autocast on accelerators (on the CPU float32: a LoRA step under bfloat16 autocast ran many times
-slower than in float32 on this project's CPU, native bfloat16 or not), a held-out split whose
+autocast on accelerators and on CPUs that compute bfloat16 natively (float32 on other CPUs, where a
+LoRA step under bfloat16 autocast ran many times slower), a held-out split whose
 loss is measured before and after. The folder (merged weights, tokenizer, ``README.md`` card,
 ``adaptation.json``) is written under a temporary name and renamed at the end: an interrupted run
 leaves no judge folder. FULL's signature names an adapted judge by its weights' digest and the
@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 
 from ..dialog_files import check_row, read_rows
 from ..errors import UsageError
-from ..models import ADAPTATION_FILE, resolve_device
+from ..models import ADAPTATION_FILE, native_bf16, resolve_device
 from ..scorer import FullScorer
 from ..version import __version__
 from . import complaints
@@ -90,6 +90,10 @@ class Adaptation:
 #: The objectives of :func:`adapt`: ``dialogs`` (the language-modelling loss on whole dialogs) and
 #: ``complaints`` (FULL's own question, :mod:`full_metric.research.complaints`).
 OBJECTIVES = ("dialogs", "complaints")
+#: Autocast choices of :func:`adapt`: ``auto`` (bfloat16 on an accelerator and on a CPU that computes it
+#: natively: the complaints objective's step ran 1.6x faster so on a 2-core AVX512-BF16 CPU, measured
+#: in reports/complaint-judge), ``bfloat16``, ``none`` (float32).
+AUTOCASTS = ("auto", "bfloat16", "none")
 #: Fields of :class:`Adaptation` that only the ``complaints`` objective sets: left out of a
 #: ``dialogs`` adaptation's digest, which stays what it was before they existed.
 COMPLAINT_FIELDS = ("objective", "pairs", "held_out_pairs", "held_out_pair_accuracy_before",
@@ -267,6 +271,7 @@ def adapt(
     margin: float = 1.0,
     lm_weight: float = 0.1,
     corruption_mix: dict[str, float] | None = None,
+    autocast: str = "auto",
 ) -> Adaptation:
     """Continue training a judge (a Hub id, a local folder, a GGUF file or a model object with its
     ``tokenizer``) on the dialogs of ``sources`` (see :func:`read_dialogs`) and write a folder
@@ -279,6 +284,8 @@ def adapt(
     ``margin`` plus ``lm_weight`` times the language-modelling loss of the real dialog,
     ``corruption_mix`` the corruptions' weights (default :data:`complaints.DEFAULT_MIX`); the
     held-out dialogs give held-out pairs whose accuracy is measured before and after.
+    ``autocast``: one of :data:`AUTOCASTS` (``auto``: bfloat16 on an accelerator and on a CPU that
+    computes it natively, float32 elsewhere).
 
     Raises:
         AdaptError, DialogFileError: before any training step: an output that exists, an unknown
@@ -292,6 +299,9 @@ def adapt(
         raise AdaptError(f"unknown method {method!r}; choose one of {METHODS}")
     if objective not in OBJECTIVES:
         raise AdaptError(f"unknown objective {objective!r}; choose one of {OBJECTIVES}")
+    if autocast not in AUTOCASTS:
+        raise AdaptError(f"unknown autocast {autocast!r}; choose one of {AUTOCASTS}")
+    autocast_name = autocast
     mix = complaints.check_mix(corruption_mix or complaints.DEFAULT_MIX) if objective == "complaints" else {}
     if not 0 < held_out < 1:
         raise AdaptError(f"held_out must be a fraction between 0 and 1, got {held_out!r}")
@@ -341,7 +351,7 @@ def adapt(
         raise AdaptError(f"the budget of {max_tokens} tokens is smaller than one batch ({first} tokens in "
                          f"{len(train_examples[:batch_size])} examples); raise --max-tokens or lower --batch-size")
     on = scorer.model.device.type
-    autocast = torch.bfloat16 if on != "cpu" else None  # on the CPU, bfloat16 autocast trained far slower here
+    autocast = _autocast(autocast_name, on)
     judge = scorer.model
     judge.train()
     if method == "lora":
@@ -414,6 +424,13 @@ def adapt(
         shutil.rmtree(partial, ignore_errors=True)
     logger.info("adapted %s: held-out loss %.4f -> %.4f; written to %s", name, before, after, output)
     return record
+
+
+def _autocast(name: str, device_type: str) -> torch.dtype | None:
+    """The autocast dtype for ``name`` (see :data:`AUTOCASTS`) on a device of ``device_type``."""
+    if name == "none" or (name == "auto" and device_type == "cpu" and native_bf16() is None):
+        return None
+    return torch.bfloat16
 
 
 def _step(judge: Any, loss: torch.Tensor, optimizer: Any, schedule: Any) -> None:

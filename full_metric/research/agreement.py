@@ -11,6 +11,8 @@ generic-reply figures, seeded).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -28,6 +30,11 @@ from .systems import system_agreement
 GENERIC_REPLIES = ("Yes.", "I don't know.", "That's cool.", "Haha, ok.", "Sure.")
 #: The ``system`` names of human-written answers in the rated sets.
 HUMAN_SYSTEMS = ("Human", "New Human Generated", "Original Ground Truth")
+
+
+def item_key(item: RatedItem) -> str:
+    """A short digest naming a rated item (its context, response and system) without its text."""
+    return hashlib.sha256(json.dumps([list(item.context), item.response, item.system]).encode()).hexdigest()[:16]
 
 
 def within_context(items: Sequence[RatedItem], scores: Sequence[float], aspect: str, *, bootstrap: int = 1000,
@@ -59,7 +66,8 @@ def generic_reply_rate(
     level, answers by one of :data:`HUMAN_SYSTEMS`; ties count as not outscoring), over the human
     answers, its interval resampling contexts (a context's answers drawn together). ``scores``: the
     items' FULL scores when already computed (the human answers are then not scored again); each
-    reply is scored once per distinct context."""
+    reply is scored once per distinct context. Also returns which items are the human answers
+    (``human``, indices) and each reply's score for each of them (``reply_scores``)."""
     chosen = [k for k, i in enumerate(items) if i.response is not None and i.system in HUMAN_SYSTEMS]
     if not chosen:
         raise UsageError(f"no human-written answer (system one of {HUMAN_SYSTEMS}) to compare with")
@@ -71,21 +79,25 @@ def generic_reply_rate(
     contexts = list(dict.fromkeys(tuple(i.context) for i in human))
     where = {context: k for k, context in enumerate(contexts)}
     rows = [where[tuple(i.context)] for i in human]
-    wins = np.stack([np.asarray(scorer.score([list(c) for c in contexts], [r] * len(contexts)).scores)[rows] > own
-                     for r in replies], axis=1)
+    reply_scores = np.stack([np.asarray(scorer.score([list(c) for c in contexts], [r] * len(contexts)).scores)[rows]
+                             for r in replies], axis=1)
+    wins = reply_scores > own[:, None]
     per_answer = wins.mean(axis=1)
     low, high = clustered_mean_interval(per_answer, rows, resamples=bootstrap, seed=seed)  # contexts resampled
     return {"rate": float(per_answer.mean()), "ci_low": low, "ci_high": high, "contexts": len(contexts),
-            "answers": len(human), "per_reply": {r: float(wins[:, k].mean()) for k, r in enumerate(replies)}}
+            "answers": len(human), "per_reply": {r: float(wins[:, k].mean()) for k, r in enumerate(replies)},
+            "human": [int(k) for k in chosen], "reply_scores": reply_scores.tolist()}
 
 
 def agreement(
     scorer: FullScorer, path: str | Path, *, replies: Sequence[str] = GENERIC_REPLIES, generic_only: bool = False,
-    bootstrap: int = 1000, seed: int = 0,
+    bootstrap: int = 1000, seed: int = 0, scores_out: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """The rows of one rated set for one scorer: one per (level, measure); ``replies``: the generic
     replies of the generic-reply rate; ``generic_only``: that rate alone (no correlation, and only the
-    human-written answers and the replies are scored)."""
+    human-written answers and the replies are scored). ``scores_out``: a list that receives, per
+    level, each item's key (:func:`item_key`: no text of the data set) and score and the generic
+    replies' scores, so that two judges can be compared item by item (:mod:`full_metric.research.paired`)."""
     fed = Path(path).suffix.lower() == ".json"
     data: RatedData = read_rated(path, score_field="human")
     aspect = "Overall" if fed else "human"
@@ -103,6 +115,14 @@ def agreement(
             rows.append({"data_set": name, "level": level, "measure": "generic reply beats the human answer",
                          "value": rate["rate"], "ci_low": rate["ci_low"], "ci_high": rate["ci_high"],
                          "n": rate["contexts"], "per_reply": rate["per_reply"]})
+        if scores_out is not None:
+            scores_out.append({
+                "data_set": name, "level": level, "aspect": aspect, "keys": [item_key(i) for i in items],
+                "scores": None if scores is None else [float(x) for x in scores],
+                "replies": list(replies) if level == "turn" else [],
+                "human": rate["human"] if level == "turn" else [],
+                "reply_scores": rate["reply_scores"] if level == "turn" else [],
+            })
     return rows
 
 

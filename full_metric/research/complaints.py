@@ -9,7 +9,8 @@ that judge, preset and rendering, ``softplus(margin - (score(real) - score(corru
 ``lm_weight`` times the language-modelling loss of the real dialog (the ``dialogs`` objective's
 example) as a regulariser. :func:`dialog_scores` computes the score as the scorer does (its
 renderer, truncation, ``max_turns``, follow-ups and aggregation), differentiably, all follow-ups
-of a batch of pairs in one forward; ``tests/integration/test_adapt.py`` proves it equal to
+of a batch of pairs in one forward (packed after each context where the scorer's packed engine is
+proven); ``tests/integration/test_adapt.py`` proves it equal to
 :meth:`FullScorer.score`.
 """
 
@@ -23,7 +24,11 @@ import torch
 
 from ..aggregate import AGGREGATIONS
 from ..errors import UsageError
-from ..loglik import _decoder_start, _pad, _token_log_probs
+from .. import engines
+from ..loglik import (
+    _additive_mask, _body, _decoder_start, _encode, _output_logits, _pad, _segments, _sliding_window, _token_log_probs,
+    _within_follow_ups,
+)
 from ..scorer import FullScorer
 
 CORRUPTIONS = ("other", "echo", "far", "truncated", "generic")
@@ -117,31 +122,68 @@ def aggregate_tensor(log_likelihoods: torch.Tensor, counts: Sequence[int], aggre
 
 
 def follow_up_log_likelihoods(model: Any, contexts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]],
-                              pad_id: int) -> torch.Tensor:
+                              pad_id: int, packed: bool | None = None) -> torch.Tensor:
     """log p(target | context) summed over each target's tokens, for every context and target, as a
-    (contexts x targets) float32 tensor with gradients: one plain forward over every pair
-    (right-padded, so positions are those of a row alone; the padding, decoder start and token
-    log-probabilities of :mod:`full_metric.loglik`)."""
-    device = model.device
+    (contexts x targets) float32 tensor with gradients. The output head is applied at target
+    positions only (a large vocabulary at every context position would dwarf the model's own
+    activations). Encoder-decoders: each context encoded once, one decoder row per target.
+    Decoder-only: ``packed`` (default: where :func:`packs`), one row per context with all targets
+    after it, each seeing the context and its own earlier tokens, positions restarting where the
+    context ends (the packed engine's layout, without a cache); otherwise one plain row per
+    (context, target), right-padded so positions are those of a row alone. The padding, decoder
+    start and token log-probabilities are :mod:`full_metric.loglik`'s."""
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model  # PEFT: LoRA layers in place
+    device = inner.device
+    if inner.config.is_encoder_decoder:
+        hidden, enc_mask = _encode(inner, contexts, pad_id)
+        rows = torch.arange(len(contexts), device=device).repeat_interleave(len(targets))
+        start = _decoder_start(inner)
+        dec, dec_mask = _pad([[start, *t[:-1]] for _ in contexts for t in targets], pad_id, device)
+        logits = inner(encoder_outputs=(hidden[rows],), attention_mask=enc_mask[rows], decoder_input_ids=dec,
+                       decoder_attention_mask=dec_mask, use_cache=False).logits
+        labels, scored = _pad([t for _ in contexts for t in targets], 0, device)
+        return (_token_log_probs(logits, labels) * scored).sum(-1).view(len(contexts), len(targets))
+    if packs(inner) if packed is None else packed:
+        return _packed_rows(inner, contexts, targets, pad_id)
     pairs = [(c, t) for c in contexts for t in targets]
-    if model.config.is_encoder_decoder:
-        start = _decoder_start(model)
-        enc, enc_mask = _pad([c for c, _ in pairs], pad_id, device)
-        dec, dec_mask = _pad([[start, *t[:-1]] for _, t in pairs], pad_id, device)
-        logits = model(input_ids=enc, attention_mask=enc_mask, decoder_input_ids=dec, decoder_attention_mask=dec_mask,
-                       use_cache=False).logits
-        labels, scored = _pad([t for _, t in pairs], 0, device)
-    else:
-        ids, mask = _pad([[*c, *t] for c, t in pairs], pad_id, device)
-        logits = model(input_ids=ids, attention_mask=mask, use_cache=False).logits[:, :-1]
-        width = logits.shape[1]
-        labels = torch.zeros((len(pairs), width), dtype=torch.long)
-        scored = torch.zeros((len(pairs), width), dtype=torch.long)
-        for r, (c, t) in enumerate(pairs):  # the logit at position p predicts token p + 1
-            labels[r, len(c) - 1 : len(c) - 1 + len(t)] = torch.tensor(list(t))
-            scored[r, len(c) - 1 : len(c) - 1 + len(t)] = 1
-        labels, scored = labels.to(device), scored.to(device)
-    return (_token_log_probs(logits, labels) * scored).sum(-1).view(len(contexts), len(targets))
+    ids, mask = _pad([[*c, *t] for c, t in pairs], pad_id, device)
+    hidden = _body(inner)(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state
+    # the hidden state at position p predicts token p + 1
+    rows = torch.tensor([r for r, (_, t) in enumerate(pairs) for _ in t], device=device)
+    cols = torch.tensor([len(c) - 1 + k for c, t in pairs for k in range(len(t))], device=device)
+    labels = torch.tensor([tok for _, t in pairs for tok in t], device=device)
+    lp = _token_log_probs(_output_logits(inner, hidden[rows, cols]), labels)
+    return torch.zeros(len(pairs), device=device).index_add(0, rows, lp).view(len(contexts), len(targets))
+
+
+def packs(model: Any) -> bool:
+    """Whether the packed layout serves this decoder-only model: the scorer's packed engine is
+    proven for its family (:mod:`full_metric.engines`) and it attends without a window."""
+    return "packed" in engines.candidates(model)[0] and not _sliding_window(model)
+
+
+def _packed_rows(model: Any, contexts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]],
+                 pad_id: int) -> torch.Tensor:
+    device, n = model.device, len(contexts)
+    segment, offset = _segments(targets)
+    lengths = torch.tensor([len(c) for c in contexts])
+    ctx_ids, _ = _pad(contexts, pad_id, device)
+    width, tail = ctx_ids.shape[1], len(segment)
+    tail_ids = torch.tensor([tok for t in targets for tok in t], device=device).expand(n, -1)
+    allowed = torch.zeros(n, width + tail, width + tail, dtype=torch.bool)
+    allowed[:, :width, :width] = torch.ones(width, width, dtype=torch.bool).tril()  # padding sits after each context
+    allowed[:, width:, :width] = (torch.arange(width)[None, :] < lengths[:, None])[:, None, :]
+    allowed[:, width:, width:] = _within_follow_ups(segment, offset)
+    dtype = next(model.parameters()).dtype
+    positions = torch.cat([torch.arange(width).expand(n, -1), lengths[:, None] + offset[None, :]], dim=1)
+    hidden = _body(model)(input_ids=torch.cat([ctx_ids, tail_ids], dim=1),
+                          attention_mask=_additive_mask(allowed.unsqueeze(1), dtype).to(device),
+                          position_ids=positions.to(device), use_cache=False).last_hidden_state
+    last = hidden[torch.arange(n, device=device), (lengths - 1).to(device)]  # predicts each target's first token
+    starts = (offset == 0).to(device)[None, :, None]
+    picked = torch.where(starts, last[:, None, :], torch.cat([last[:, None, :], hidden[:, width:-1]], dim=1))
+    lp = _token_log_probs(_output_logits(model, picked), tail_ids)
+    return torch.zeros(n, len(targets), device=device).index_add(1, segment.to(device), lp)
 
 
 def dialog_scores(scorer: FullScorer, model: Any, dialogs: Sequence[Sequence[str]], max_context: int | None = None

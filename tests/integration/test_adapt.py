@@ -239,6 +239,25 @@ def test_the_differentiable_score_is_the_scorers(kind, preset, llama_folder, tin
     assert ours == pytest.approx(want, rel=1e-4)
 
 
+def test_the_packed_rows_are_the_plain_rows_with_gradients(llama_folder):
+    """The packed layout (all follow-ups after one copy of each context) gives the plain rows'
+    log-likelihoods and the same gradients, with contexts of different lengths."""
+    scorer = FullScorer(str(llama_folder), preset="paper", progress=False)
+    model = scorer.model
+    assert complaints.packs(model)
+    targets = [list(scorer.renderer.target_ids(f)) for f in scorer.follow_ups]
+    contexts = [list(range(5, 30)), list(range(7, 12)), list(range(40, 41))]
+    grads = []
+    for packed in (True, False):
+        model.zero_grad()
+        values = complaints.follow_up_log_likelihoods(model, contexts, targets, scorer.pad_id, packed=packed)
+        values.sum().backward()
+        grads.append((values.detach(), model.get_input_embeddings().weight.grad.clone()))
+    assert torch.allclose(grads[0][0], grads[1][0], rtol=1e-5, atol=1e-4)
+    assert torch.allclose(grads[0][1], grads[1][1], rtol=1e-4, atol=1e-5)
+    model.zero_grad()
+
+
 def test_pairs_are_real_against_corrupted(distinct):
     import random
 

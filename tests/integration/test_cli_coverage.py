@@ -293,6 +293,12 @@ def test_agreement_command(tiny_blenderbot_path, tmp_path, capsys):
     assert "generic reply beats the human answer" in report
     assert "| paper | usr-like | " + " | ".join(f"{v:.2f}" for v in rate["per_reply"].values()) + " |" in report
     assert "paper" in results["signatures"]
+    kept = json.loads((out / "scores.json").read_text())
+    turn = next(level for level in kept["levels"] if level["level"] == "turn")
+    assert len(turn["keys"]) == len(set(turn["keys"])) == len(turn["scores"]) == 12
+    assert [row["system"] for row in (rows[k] for k in turn["human"])] == ["New Human Generated"] * 4
+    assert len(turn["reply_scores"]) == 4 and all(len(r) == 5 for r in turn["reply_scores"])
+    assert "Do you like" not in (out / "scores.json").read_text()  # keys, not the data set's text
     # the rate alone: the same row, nothing else measured
     assert main(["agreement", str(data), "--presets", "paper", "--bootstrap", "50", "--seed", "3", "--generic-only",
                  "-o", str(tmp_path / "alone"), "--model", str(tiny_blenderbot_path), "--device", "cpu",

@@ -1,0 +1,65 @@
+"""The paired comparison of two judges (full_metric.research.paired) on made-up scores."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from full_metric.errors import UsageError
+from full_metric.research.agreement import item_key
+from full_metric.research.paired import Level, contexts, level_of, paired_changes
+from full_metric.research.rated_files import RatedItem
+
+SYSTEMS = ("Human", "Bot A", "Bot B", "Bot C")
+
+
+def _items(n_contexts: int = 30) -> list[RatedItem]:
+    rng = np.random.default_rng(1)
+    return [RatedItem([f"context {c}"], f"answer {c} {s}", {"human": float(rng.integers(1, 6)) + k}, "made up", s)
+            for c in range(n_contexts) for k, s in enumerate(SYSTEMS)]
+
+
+def _level(items: list[RatedItem], scores: np.ndarray) -> Level:
+    human = np.asarray([k for k, i in enumerate(items) if i.system == "Human"])
+    reply_scores = np.stack([scores[human] + 0.5 * (-1) ** np.arange(len(human)), scores[human] - 3], axis=1)
+    return Level(items, "human", scores, human, reply_scores)
+
+
+def test_a_judge_against_itself_changes_nothing_in_any_resample():
+    """An unpaired bootstrap (each judge its own draws) would give intervals around 0, not [0, 0]."""
+    items = _items()
+    scores = np.asarray([i.ratings["human"] for i in items]) + np.random.default_rng(2).normal(0, 2, len(items))
+    rows = paired_changes(_level(items, scores), _level(items, scores.copy()), within_context=True, resamples=200)
+    assert {r["measure"] for r in rows} == {"Spearman, pooled", "Spearman, within context", "Spearman, over systems",
+                                            "generic reply beats the human answer"}
+    for row in rows:
+        assert row["change"] == 0 and row["ci_low"] == 0 and row["ci_high"] == 0, row
+
+
+def test_a_judge_that_follows_the_ratings_beats_a_noisy_one():
+    items = _items()
+    ratings = np.asarray([i.ratings["human"] for i in items])
+    noisy = ratings + np.random.default_rng(3).normal(0, 5, len(items))
+    rows = {r["measure"]: r for r in paired_changes(_level(items, noisy), _level(items, ratings.copy()),
+                                                    within_context=True, resamples=300)}
+    pooled = rows["Spearman, pooled"]
+    assert pooled["judge"] == pytest.approx(1.0) and 0 < pooled["ci_low"] <= pooled["change"] <= pooled["ci_high"]
+    assert rows["Spearman, within context"]["ci_low"] > 0
+    assert pooled["contexts"] == 30
+
+
+def test_contexts_group_the_answers_to_one_context_and_dialogs_stand_alone():
+    items = _items(3)
+    assert [list(g) for g in contexts(items)] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    dialogs = [RatedItem(["same"], None, {"Overall": 1.0}, "x") for _ in range(3)]
+    assert [list(g) for g in contexts(dialogs)] == [[0], [1], [2]]
+
+
+def test_scores_of_other_items_are_refused():
+    items = _items(3)
+    kept = {"data_set": "made-up", "level": "turn", "aspect": "human", "keys": [item_key(i) for i in items][::-1],
+            "scores": [0.0] * 12, "human": [], "reply_scores": []}
+    with pytest.raises(UsageError, match="made-up .turn level.: the scored items are not"):
+        level_of(kept, items)
+    kept["keys"] = kept["keys"][::-1]
+    assert level_of(kept, items).scores.shape == (12,)
