@@ -18,6 +18,8 @@ from .settings import LOAD_SETTINGS
 from .version import __version__
 
 _FOLLOW_UP_SETTINGS = ("follow_ups", "positive_follow_ups")
+#: The settings ``adapt`` takes (a judge is adapted for one model, preset and rendering).
+ADAPT_SETTINGS = ("model", "gguf_file", "preset", "rendering", "device", "batch_size", "progress")
 
 
 def _follow_ups(value: str | None) -> str | list[str] | None:
@@ -33,15 +35,23 @@ def _follow_ups(value: str | None) -> str | list[str] | None:
     return read_follow_ups(value)
 
 
-def _scorer_options(command: argparse.ArgumentParser) -> None:
-    """One option per load setting of :data:`full_metric.settings.SETTINGS`."""
+def _scorer_options(command: argparse.ArgumentParser, names: Sequence[str] | None = None,
+                    helps: dict[str, str] | None = None) -> None:
+    """One option per load setting of :data:`full_metric.settings.SETTINGS` (``names``: those
+    only), flag, type, choices and help from its declaration (``helps``: a help of the command's
+    own where the setting means something more there; every default is None, so the function
+    called applies its own)."""
+    helps = helps or {}
     for setting in LOAD_SETTINGS:
+        if names is not None and setting.name not in names:
+            continue
         if setting.kind is bool:
             command.add_argument(setting.flag, dest=setting.name, action="store_false", help=f"do not {setting.help}")
             continue
         choices = setting.choices() if setting.choices else None
-        text = setting.full_help + (f"; a file with one per line, or a set: {', '.join(NAMED_SETS)} (join with +)"
-                               if setting.name in _FOLLOW_UP_SETTINGS else "")
+        text = helps.get(setting.name) or setting.full_help + (
+            f"; a file with one per line, or a set: {', '.join(NAMED_SETS)} (join with +)"
+            if setting.name in _FOLLOW_UP_SETTINGS else "")
         command.add_argument(setting.flag, dest=setting.name, type=setting.kind, choices=choices,
                              help=text.replace("%", "%%"))
 
@@ -148,15 +158,14 @@ def _parser() -> argparse.ArgumentParser:
     adapt.add_argument("dialogs", nargs="+", help="JSON Lines / CSV / Parquet files of dialogs (context plus "
                        "response), hf:NAME for a Hub dataset, or 'chitchat' (the chitchat-dataset package)")
     adapt.add_argument("-o", "--output", required=True, help="the folder of the adapted judge (must not exist)")
-    adapt.add_argument("--model", help="the judge to adapt: a Hub id, a local folder or a GGUF file (default: the preset's)")
-    adapt.add_argument("--gguf-file", help="a GGUF file in the model's folder or repository (dequantized)")
-    adapt.add_argument("--preset", help="the preset whose rendering the judge learns (default: paper)")
-    adapt.add_argument("--rendering", help="the rendering to learn (default: the preset's, else the model family's)")
+    _scorer_options(adapt, ADAPT_SETTINGS, {
+        "model": "the judge to adapt: a Hub id, a local folder or a GGUF file (default: the preset's)",
+        "preset": "the preset whose rendering (and, for complaints, follow-ups) the judge learns (default: paper)",
+        "batch_size": "training examples (complaints: pairs) per step (default 8)"})
     adapt.add_argument("--method", choices=("lora", "full"), default="lora", help="LoRA through peft (default) or "
                        "full fine-tuning")
     adapt.add_argument("--max-tokens", type=int, default=250_000, help="the training token budget (default 250000)")
     adapt.add_argument("--held-out", type=float, default=0.05, help="the fraction of dialogs held out (at most 200)")
-    adapt.add_argument("--batch-size", type=int, default=8)
     adapt.add_argument("--max-length", type=int, default=512, help="tokens per example at most, the dialog's end "
                        "kept (default 512)")
     adapt.add_argument("--learning-rate", type=float, help="default 2e-4 for LoRA, 2e-5 for full fine-tuning")
@@ -172,8 +181,6 @@ def _parser() -> argparse.ArgumentParser:
     adapt.add_argument("--margin", type=float, default=1.0, help="complaints: the pairwise loss's margin (default 1.0)")
     adapt.add_argument("--lm-weight", type=float, default=0.1,
                        help="complaints: the weight of the language-modelling regulariser (default 0.1)")
-    adapt.add_argument("--device", help="cpu, cuda, mps... (default: auto: this process's GPU under torchrun, else cuda, mps, cpu)")
-    adapt.add_argument("--no-progress", dest="progress", action="store_false", help="do not show a progress bar")
     study = commands.add_parser("study", help="compare FULL configurations on log-likelihood tables, leave one set out")
     study.add_argument("tables", nargs="+", help="tables written by score-candidates (every variant on every set)")
     study.add_argument("-o", "--output", required=True, help="the folder for report.md and results.json")
@@ -301,15 +308,12 @@ def _preset_scorers(args: argparse.Namespace) -> Any:
     """(preset, scorer) for each preset of ``--presets`` (default: every preset that fits the model),
     all sharing the one loaded model."""
     from .presets import fitting_presets
-    from .scorer import FullScorer
 
     first = _make_scorer(args)
     loaded = first.loaded
     presets = args.presets or fitting_presets(loaded.name, loaded.model.config.model_type, loaded.is_encoder_decoder)
-    options = {"batch_size": args.batch_size, "max_batch_tokens": args.max_batch_tokens,
-               "context_budget": args.context_budget, "progress": args.progress}
     for preset in presets:
-        yield preset, first if preset == first.preset else FullScorer(loaded, preset=preset, **options)
+        yield preset, first.with_preset(preset)
 
 
 def _systems(args: argparse.Namespace) -> int:
@@ -322,7 +326,7 @@ def _systems(args: argparse.Namespace) -> int:
         label = Path(args.gguf_file).name if args.gguf_file else scorer.loaded.name
         for path in args.data:
             data = read_rated(path, score_field=args.score_field)
-            aspect = "Overall" if Path(path).suffix.lower() == ".json" else args.score_field
+            aspect = data.aspect
             for level in LEVELS:
                 items = [i for i in data.level(level) if i.system is not None]
                 if len({i.system for i in items}) < 2:
@@ -380,7 +384,7 @@ def _correlate(args: argparse.Namespace) -> int:
         panels = []
         for level, result in results.items():
             items = data.level(level)
-            aspect = "Overall" if any("Overall" in i.ratings for i in items) else args.score_field
+            aspect = data.aspect
             rated = [k for k, item in enumerate(items) if aspect in item.ratings]
             row = next((r for r in rows if r["level"] == level and r["aspect"] == aspect and r["signal"] == "full"), None)
             if result is not None and row is not None:
@@ -408,7 +412,7 @@ def _rank(args: argparse.Namespace) -> int:
 
     data = _read_rated(args)
     scorer = _make_scorer(args)
-    aspect = args.aspect or ("Overall" if args.format != "table" and args.data.endswith(".json") else args.score_field)
+    aspect = args.aspect or data.aspect
     candidates = _follow_ups(args.candidates)
     select, report = split_holdout(data, args.holdout, args.seed) if args.holdout else (data, None)
     results = {lvl: score_items(scorer, select.level(lvl), candidates) for lvl in LEVELS}
@@ -532,12 +536,11 @@ def _agreement(args: argparse.Namespace) -> int:
 def _adapt(args: argparse.Namespace) -> int:
     from .research.adapt import adapt
 
-    done = adapt(args.model, args.dialogs, args.output, gguf_file=args.gguf_file, preset=args.preset,
-                 rendering=args.rendering, method=args.method, max_tokens=args.max_tokens, held_out=args.held_out,
-                 batch_size=args.batch_size, max_length=args.max_length, learning_rate=args.learning_rate,
-                 lora_rank=args.lora_rank, seed=args.seed, device=args.device, progress=args.progress,
-                 objective=args.objective, max_pairs=args.max_pairs, margin=args.margin, lm_weight=args.lm_weight,
-                 autocast=args.autocast)
+    given = {k: getattr(args, k) for k in ADAPT_SETTINGS if k != "model" and getattr(args, k) is not None}
+    done = adapt(args.model, args.dialogs, args.output, method=args.method, max_tokens=args.max_tokens,
+                 held_out=args.held_out, max_length=args.max_length, learning_rate=args.learning_rate,
+                 lora_rank=args.lora_rank, seed=args.seed, objective=args.objective, max_pairs=args.max_pairs,
+                 margin=args.margin, lm_weight=args.lm_weight, autocast=args.autocast, **given)
     pairs = (f"; held-out pair accuracy {done.held_out_pair_accuracy_before:.3f} -> {done.held_out_pair_accuracy_after:.3f}"
              if done.objective == "complaints" else "")
     print(f"adapted {done.base_model} on {done.training_tokens} tokens in {done.seconds:.0f} s: held-out loss "

@@ -236,8 +236,8 @@ class FULL(FullSettings, evaluate.Metric):
         return super().compute(predictions=predictions, references=references, **kwargs)
 
     def _compute(self, predictions: list[Any], references: list[list[str]] | None = None, **options: Any) -> dict[str, Any]:
-        """Score with the call's options (:data:`full_metric.settings.CALL_OPTIONS`)."""
-        check_known(options, CALL_OPTIONS, "option")
+        """Score with the call's options (:data:`full_metric.settings.CALL_OPTIONS`: checked by
+        :meth:`compute` before anything is stored, and by the scorer)."""
         if self.dialog_level:
             result = self.scorer.score(predictions, None, **options)
         else:

@@ -191,6 +191,17 @@ class FullScorer:
                 self.engine = fallback
 
     # -- settings -----------------------------------------------------------------------------
+    #: The settings a scorer keeps when it switches preset: no preset sets them (:data:`PRESETS`).
+    RUN_OPTIONS = ("batch_size", "max_batch_tokens", "context_budget", "progress")
+
+    def with_preset(self, preset: str) -> FullScorer:
+        """A scorer of ``preset``'s settings on this scorer's loaded model (``self`` when it already
+        has that preset), keeping :data:`RUN_OPTIONS`; the one way the command line and the app
+        switch presets."""
+        if preset == self.preset:
+            return self
+        return FullScorer(self.loaded, preset=preset, **{k: getattr(self, k) for k in self.RUN_OPTIONS})
+
     @property
     def model(self) -> Any:
         return self.loaded.model

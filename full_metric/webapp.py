@@ -66,9 +66,9 @@ Limits = make_dataclass(
 LIMITS = Limits()
 logger = logging.getLogger(__name__)
 CUSTOM = "custom (one per line below)"
-#: The follow-ups (and aggregation) of the chosen preset.
-FROM_PRESET = "the preset's"
-FOLLOW_UP_CHOICES = [FROM_PRESET, "paper", *[name for name in NAMED_SETS if name != "paper"], CUSTOM]
+#: The dropdown choice "the chosen preset's follow-ups (and aggregation)" (not settings.FROM_PRESET, a default).
+PRESET_CHOICE = "the preset's"
+FOLLOW_UP_CHOICES = [PRESET_CHOICE, "paper", *[name for name in NAMED_SETS if name != "paper"], CUSTOM]
 
 
 class InputError(UsageError):
@@ -214,13 +214,13 @@ def choose_settings(
 ) -> dict[str, Any]:
     """The scoring options picked in the settings: the preset's follow-ups (negative and positive)
     and aggregation, or a named set / custom lines (custom positive lines with custom only)."""
-    if choice == FROM_PRESET:
+    if choice == PRESET_CHOICE:
         follow_ups, positive = scorer.follow_ups, scorer.positive_follow_ups
     else:
         follow_ups = choose_follow_ups(choice, custom_text, limits)
         positive = (_lines(positive_text, "custom positive follow-ups", limits)
                     if choice == CUSTOM and positive_text.strip() else ())
-    agg = scorer.aggregation if aggregation == FROM_PRESET else aggregation
+    agg = scorer.aggregation if aggregation == PRESET_CHOICE else aggregation
     try:
         resolve_positive(positive, (), follow_ups)
         check_signs(positive, agg)
@@ -377,7 +377,7 @@ class _Handlers:
 
         try:
             if preset not in self.scorers:
-                self.scorers[preset] = FullScorer(self.scorer.loaded, preset=preset, progress=False)
+                self.scorers[preset] = self.scorer.with_preset(preset)
             chosen = self.scorers[preset]
             return chosen, choose_settings(chosen, choice, custom, positive, aggregation, self.limits)
         except ValueError as error:
@@ -502,12 +502,12 @@ def _settings_panel(gr: Any, scorer: FullScorer, limits: Limits) -> list[Any]:
             scorer.loaded.name, scorer.model.config.model_type, scorer.loaded.is_encoder_decoder)]))
         preset = gr.Dropdown(fitting, value=scorer.preset, label="Preset (settings bundle; those that fit the model)",
                              elem_id="preset")
-        choice = gr.Dropdown(FOLLOW_UP_CHOICES, value=FROM_PRESET, label="Follow-up set", elem_id="follow-up-set")
+        choice = gr.Dropdown(FOLLOW_UP_CHOICES, value=PRESET_CHOICE, label="Follow-up set", elem_id="follow-up-set")
         custom = gr.Textbox(label=f"Custom follow-ups (one per line; at most {limits.follow_ups}, "
                             f"{limits.follow_up_characters} characters each)", lines=4, value="\n".join(PAPER_FIVE),
                             elem_id="custom-follow-ups")
         positive = gr.Textbox(label="Custom positive follow-ups, counted with the opposite sign (optional)", lines=2)
-        aggregation = gr.Dropdown([FROM_PRESET, *AGGREGATIONS], value=FROM_PRESET, label="Aggregation")
+        aggregation = gr.Dropdown([PRESET_CHOICE, *AGGREGATIONS], value=PRESET_CHOICE, label="Aggregation")
     return [preset, choice, custom, positive, aggregation]
 
 

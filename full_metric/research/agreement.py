@@ -100,7 +100,7 @@ def agreement(
     replies' scores, so that two judges can be compared item by item (:mod:`full_metric.research.paired`)."""
     fed = Path(path).suffix.lower() == ".json"
     data: RatedData = read_rated(path, score_field="human")
-    aspect = "Overall" if fed else "human"
+    aspect = data.aspect
     name = Path(path).stem
     rows: list[dict[str, Any]] = []
     for level in ("turn",) if generic_only else ("turn", "dialog"):

@@ -12,7 +12,7 @@ from typing import Any, Sequence
 from .correlation import METHODS, correlate
 from ..errors import UsageError
 from ..follow_ups import CANDIDATES
-from .rated_files import RatedData, RatedItem
+from .rated_files import FED_ASPECT, RatedData, RatedItem
 from ..result import FullResult
 from ..scorer import FullScorer
 
@@ -54,7 +54,7 @@ def correlation_rows(
         items, result = data.level(level), results.get(level)
         if not items or result is None:
             continue
-        names = aspects or sorted({a for i in items for a in i.ratings}, key=lambda a: (a != "Overall", a))
+        names = aspects or sorted({a for i in items for a in i.ratings}, key=lambda a: (a != FED_ASPECT, a))
         for aspect in names:
             rated = [k for k, item in enumerate(items) if aspect in item.ratings]
             if len(rated) < 3:
@@ -72,7 +72,7 @@ def correlation_rows(
 def rank_follow_ups(
     data: RatedData,
     results: dict[str, FullResult | None],
-    aspect: str = "Overall",
+    aspect: str = FED_ASPECT,
     only: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Each follow-up's Spearman correlation of -log-likelihood with the aspect, per level, and
@@ -117,7 +117,7 @@ def split_holdout(data: RatedData, fraction: float, seed: int = 0) -> tuple[Rate
         cut = round(len(items) * (1 - fraction))
         select += [items[k] for k in sorted(order[:cut])]
         report += [items[k] for k in sorted(order[cut:])]
-    return RatedData(select, data.skipped), RatedData(report, data.skipped)
+    return RatedData(select, data.skipped, data.aspect), RatedData(report, data.skipped, data.aspect)
 
 
 def subset_result(result: FullResult, follow_ups: Sequence[str], aggregation: str) -> list[float]:

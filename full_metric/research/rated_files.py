@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +37,17 @@ class RatedItem:
         return "dialog" if self.response is None else "turn"
 
 
+#: FED's overall rating: the aspect FULL is checked against in a FED file.
+FED_ASPECT = "Overall"
+
+
 @dataclass
 class RatedData:
     items: list[RatedItem]
     skipped: list[str]  # "where: why" of each item left out on request
+    #: the rating FULL is checked against unless another aspect is asked for: FED's Overall, or a
+    #: table's score field (the one place this is decided)
+    aspect: str = FED_ASPECT
 
     def level(self, level: str) -> list[RatedItem]:
         return [i for i in self.items if i.level == level]
@@ -141,7 +148,7 @@ def read_table(
         rating = _rating(raw[score_field], where, score_field)
         return RatedItem(context, response, {score_field: rating}, where, raw.get("system"))
 
-    return _collect(rows, parse, skip_invalid)
+    return replace(_collect(rows, parse, skip_invalid), aspect=score_field)
 
 
 def _collect(rows: Any, parse: Any, skip_invalid: bool) -> RatedData:

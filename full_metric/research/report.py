@@ -13,7 +13,7 @@ from typing import Any
 from .correlation import correlate
 from ..follow_ups import CANDIDATES, PAPER_FIVE, REFERENCE_PACKAGE_DEFAULT
 from .human_eval import LEVELS, rank_follow_ups, score_items, split_holdout, subset_result
-from .rated_files import RatedData
+from .rated_files import FED_ASPECT, RatedData
 from ..scorer import FullScorer
 
 #: FULL's published figures and the other metrics of the paper's Table 2 (Spearman with FED
@@ -27,8 +27,8 @@ PAPER_TABLE_2 = [
 
 
 def _spearman(values: list[float], items: list[Any], bootstrap: int) -> tuple[float, float, float, int]:
-    rated = [k for k, item in enumerate(items) if "Overall" in item.ratings]
-    c = correlate([values[k] for k in rated], [items[k].ratings["Overall"] for k in rated],
+    rated = [k for k, item in enumerate(items) if FED_ASPECT in item.ratings]
+    c = correlate([values[k] for k in rated], [items[k].ratings[FED_ASPECT] for k in rated],
                   methods=("spearman",), bootstrap=bootstrap)["spearman"]
     return c.value, c.ci_low, c.ci_high, c.n
 
@@ -68,9 +68,9 @@ def build_report(
     panels = []
     for lvl in levels:
         items = data.level(lvl)
-        rated = [k for k, item in enumerate(items) if "Overall" in item.ratings]
+        rated = [k for k, item in enumerate(items) if FED_ASPECT in item.ratings]
         rho = _spearman(main[lvl], items, 0)[0]
-        panels.append((f"{lvl} level", [main[lvl][k] for k in rated], [items[k].ratings["Overall"] for k in rated], rho))
+        panels.append((f"{lvl} level", [main[lvl][k] for k in rated], [items[k].ratings[FED_ASPECT] for k in rated], rho))
     scatter(out / "scatter.png", panels)
     descriptive = rank_follow_ups(data, results, only=candidates)
     follow_up_bars(out / "follow-ups.png", descriptive, levels)

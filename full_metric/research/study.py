@@ -30,6 +30,7 @@ from .correlation import correlate
 from ..errors import UsageError
 from ..follow_ups import CANDIDATES, PAPER_FIVE
 from .loglik_tables import LogLikTable
+from .rated_files import FED_ASPECT
 
 #: The polarity of each Table 3 candidate: +1 positive (likely after a good response), -1 negative.
 SIGN = {c.text: (1 if c.polarity == "positive" else -1) for c in CANDIDATES}
@@ -62,8 +63,8 @@ class SliceData:
 
 def _aspect(table: LogLikTable) -> str:
     keys = {k for item in table.items for k in item.ratings}
-    if "Overall" in keys:
-        return "Overall"
+    if FED_ASPECT in keys:
+        return FED_ASPECT
     if len(keys) != 1:
         raise UsageError(f"{table.data_set}: no 'Overall' rating and several aspects {sorted(keys)}")
     return next(iter(keys))

@@ -151,3 +151,29 @@ def test_an_internal_error_is_shown_as_a_bug_not_as_bad_input(tmp_path, capsys, 
     # a user error stays one line and exit 2
     assert main(["score", str(rows), "-o", str(rows)]) == 2
     assert "the output is the input file" in capsys.readouterr().err
+
+
+def test_every_option_that_names_a_setting_is_declared_by_settings():
+    """No subcommand writes its own --model, --device, --batch-size...: flag, type and choices come
+    from full_metric.settings (adapt wrote seven by hand, and its device default skipped auto)."""
+    import argparse
+
+    from full_metric.cli import _parser
+    from full_metric.settings import BY_NAME
+
+    parser = _parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    checked = set()
+    for name, command in commands.items():
+        for action in command._actions:
+            setting = BY_NAME.get(action.dest)
+            if setting is None or not setting.at_load:
+                continue
+            assert action.option_strings == [setting.flag], (name, action.dest)
+            assert action.default in (None, True), (name, action.dest)  # the called function's default applies
+            if setting.kind is not bool:
+                assert action.type is setting.kind, (name, action.dest)
+                assert action.choices == (setting.choices() if setting.choices else None), (name, action.dest)
+            checked.add((name, action.dest))
+    assert {d for c, d in checked if c == "adapt"} == {"model", "gguf_file", "preset", "rendering", "device",
+                                                       "batch_size", "progress"}

@@ -207,7 +207,7 @@ def test_study_presets_everywhere(chat_llama_folder):
     from full_metric import PRESETS
     from full_metric.metric import FULL
     from full_metric.study_presets import STUDY_PRESETS
-    from full_metric.webapp import FROM_PRESET, choose_settings
+    from full_metric.webapp import PRESET_CHOICE, choose_settings
 
     contexts, responses = [["Hi!", "How was your weekend?"], ["I adopted a puppy!"]], ["Great, I went hiking.", "Tires."]
     for name, preset in STUDY_PRESETS.items():
@@ -226,7 +226,7 @@ def test_study_presets_everywhere(chat_llama_folder):
         metric = FULL(model=str(chat_llama_folder), preset=name, device="cpu", progress=False)
         out = metric.compute(predictions=responses, references=contexts)
         assert out["scores"] == pytest.approx(result.scores) and out["positive_follow_ups"] == list(preset["positive_follow_ups"])
-        assert choose_settings(scorer, FROM_PRESET, "", "", FROM_PRESET)["positive_follow_ups"] == preset["positive_follow_ups"]
+        assert choose_settings(scorer, PRESET_CHOICE, "", "", PRESET_CHOICE)["positive_follow_ups"] == preset["positive_follow_ups"]
 
 
 def test_study_preset_on_the_command_line(chat_llama_folder, tmp_path):

@@ -8,7 +8,7 @@ import pytest
 
 from full_metric import NAMED_SETS, PAPER_FIVE, FullScorer
 from full_metric.webapp import (
-    CUSTOM, FROM_PRESET, InputError, Limits, choose_follow_ups, choose_settings, parse_candidates, parse_dialog, rank, read_upload,
+    CUSTOM, PRESET_CHOICE, InputError, Limits, choose_follow_ups, choose_settings, parse_candidates, parse_dialog, rank, read_upload,
     score_in_chunks, score_rows, summarize, write_scored,
 )
 
@@ -40,7 +40,7 @@ def test_follow_up_choice():
 def test_settings_choice(tiny_blenderbot_path):
     """The app's settings: the preset's follow-ups and aggregation, or custom ones; bad mixes refused."""
     scorer = FullScorer(tiny_blenderbot_path, device="cpu", progress=False)
-    assert choose_settings(scorer, FROM_PRESET, "", "", FROM_PRESET) == {
+    assert choose_settings(scorer, PRESET_CHOICE, "", "", PRESET_CHOICE) == {
         "follow_ups": PAPER_FIVE, "positive_follow_ups": (), "aggregation": "sum"}
     chosen = choose_settings(scorer, CUSTOM, "Huh?", "Nice!\nCool.", "mean")
     assert chosen == {"follow_ups": ("Huh?",), "positive_follow_ups": ("Nice!", "Cool."), "aggregation": "mean"}
@@ -159,15 +159,31 @@ def test_scoring_in_chunks_reports_progress_and_equals_one_pass(tiny_blenderbot_
 def test_a_candidate_has_one_label_in_the_turn_tabs_table_and_chart(tiny_blenderbot_path):
     """Before, the ranking table numbered candidates by rank while the chart said #1, #2 by input
     order: "#1" named two different responses."""
-    from full_metric.webapp import FROM_PRESET, _Handlers, candidate_labels
+    from full_metric.webapp import PRESET_CHOICE, _Handlers, candidate_labels
 
     scorer = FullScorer(tiny_blenderbot_path, device="cpu", progress=False)
     handlers = _Handlers(scorer, Limits())
     candidates = ["The capital of Australia is Canberra.", "It was great, I went hiking with my sister."]
     ranked, chart, _ = handlers.score_turn("Hi! How was your weekend?", "\n".join(candidates), scorer.preset,
-                                           FROM_PRESET, "", "", FROM_PRESET)
+                                           PRESET_CHOICE, "", "", PRESET_CHOICE)
     labels = candidate_labels(candidates)
     assert set(ranked["candidate"]) == set(chart["candidate"]) == set(labels)
     scores = scorer.score([["Hi! How was your weekend?"]] * 2, candidates).scores
     for label, score in zip(ranked["candidate"], ranked["score"]):
         assert score == round(scores[labels.index(label)], 3)  # each label names its own response
+
+
+def test_switching_preset_keeps_the_run_options_in_the_command_line_and_the_app(tiny_blenderbot_path, monkeypatch):
+    """Before, the app built the other preset's scorer with none of them: FULL_CONTEXT_BUDGET was lost."""
+    from full_metric.webapp import PRESET_CHOICE, _Handlers, scorer_from_env
+
+    monkeypatch.setenv("FULL_MODEL", str(tiny_blenderbot_path))
+    monkeypatch.setenv("FULL_CONTEXT_BUDGET", "40")
+    monkeypatch.setenv("FULL_BATCH_SIZE", "3")
+    scorer = scorer_from_env()
+    assert scorer.with_preset(scorer.preset) is scorer
+    chosen, _ = _Handlers(scorer, Limits()).settings("reference", PRESET_CHOICE, "", "", PRESET_CHOICE)
+    assert chosen.preset == "reference" and chosen.loaded is scorer.loaded
+    assert {k: getattr(chosen, k) for k in FullScorer.RUN_OPTIONS} == {
+        "batch_size": 3, "max_batch_tokens": scorer.max_batch_tokens, "context_budget": 40, "progress": False}
+    assert chosen.max_turns == 50 and chosen.rendering == "reference"  # the preset's own settings
