@@ -17,8 +17,8 @@ HERE = Path(__file__).resolve().parent
 JUDGES = {
     "base": ("base (SmolLM2-135M-Instruct)", None),
     "dialogs-40000": ("dialogs, 40k tokens", "adaptation-dialogs-40000.json"),
-    "complaints-96": ("complaints, 96 pairs", "adaptation-complaints-96.json"),
-    "complaints-288": ("complaints, 288 pairs", "adaptation-complaints-288.json"),
+    "complaints-64": ("complaints, 64 pairs", "adaptation-complaints-64.json"),
+    "complaints-192": ("complaints, 192 pairs", "adaptation-complaints-192.json"),
 }
 #: The measures item 4 of the issue asks to beat the base on (data set, level, measure).
 RECOMMEND_IF = [("fed_data", "turn", "Spearman, pooled"), ("usr-topicalchat", "turn", "Spearman, within context"),

@@ -38,10 +38,10 @@ measure() {  # measure JUDGE NAME
       --replies "Yes." "I don't know." --no-progress -o "$OUT/$2"
 }
 measure "$GGUF" base
-adapt_complaints 96
-measure judges/smollm2-complaints-96 complaints-96
-adapt_complaints 288
-measure judges/smollm2-complaints-288 complaints-288
+adapt_complaints 64
+measure judges/smollm2-complaints-64 complaints-64
+adapt_complaints 192
+measure judges/smollm2-complaints-192 complaints-192
 judge=judges/smollm2-chitchat-40000
 [ -d "$judge" ] || timed "adapt dialogs 40000" full-metric adapt chitchat -o "$judge" --model "$GGUF" \
     --max-tokens 40000 --batch-size 4 --max-length 256 --held-out 0.0125 --no-progress
