@@ -1,10 +1,10 @@
 """The FULL Space: ``python app.py`` serves it locally (FULL_MODEL / FULL_GGUF_FILE pick the model;
-FULL_LIMIT_<NAME> environment variables set the limits of ``full_metric.webapp.LIMIT_SETTINGS``)."""
+FULL_LIMIT_<NAME> environment variables set the limits of ``full_metric.faces.webapp.LIMIT_SETTINGS``)."""
 
 import logging
 import os
 
-from full_metric.webapp import Limits, build_app, scorer_from_env
+from full_metric.faces.webapp import Limits, build_app, scorer_from_env
 
 logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 limits = Limits.from_env()

@@ -9,7 +9,7 @@ repository first (``scripts/make_space.py --space <user>/full`` writes the Space
 
 import warnings
 
-from full_metric.metric import FULL, __version__ as INSTALLED  # From: git+https://huggingface.co/spaces/<user>/full
+from full_metric.faces.metric import FULL, __version__ as INSTALLED  # From: git+https://huggingface.co/spaces/<user>/full
 
 #: The package version this script was written for (``scripts/make_space.py`` keeps it in step).
 WRITTEN_FOR = "0.1.0"

@@ -6,6 +6,6 @@ install from the Space repository first:
     pip install "full-metric[evaluate] @ git+https://huggingface.co/spaces/<user>/full"
 """
 
-from full_metric.comparison_metric import FULLComparison  # From: git+https://huggingface.co/spaces/<user>/full
+from full_metric.faces.comparison_metric import FULLComparison  # From: git+https://huggingface.co/spaces/<user>/full
 
 __all__ = ["FULLComparison"]

@@ -96,8 +96,8 @@ def worker(src: str, out: str) -> None:
     """One rank of the scaling run: load, wait for every rank, then time the scoring."""
     sys.path.insert(0, str(REPO))
     from full_metric import FullScorer
-    from full_metric.corpus import Source, score_corpus
-    from full_metric.distributed import barrier, setup
+    from full_metric.files.corpus import Source, score_corpus
+    from full_metric.files.distributed import barrier, setup
 
     setup()
     scorer = FullScorer(str(smollm2_folder()), gguf_file=SMOLLM2_FILE, progress=False)

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import make_scorer  # noqa: E402
 
 from full_metric.models import native_bf16  # noqa: E402
-from full_metric.research.rated_files import read_fed  # noqa: E402
+from full_metric.files.rated_files import read_fed  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 

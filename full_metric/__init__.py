@@ -13,7 +13,7 @@ from .version import __version__
 def __getattr__(name: str):
     """``full_metric.FULL``, the evaluate metric, imported on first use (the core needs no evaluate)."""
     if name == "FULL":
-        from .metric import FULL
+        from .faces.metric import FULL
 
         return FULL
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -200,7 +200,7 @@ def encode_text(tokenizer: Any, text: str, max_tokens: int, add_special_tokens: 
     """Tokenise ``text`` keeping at most ``max_tokens`` tokens: its end (``keep="end"``: the oldest
     tokens dropped, the newest turn kept) or its start (``"start"``: the ``reference`` rendering's
     cut on the right). Special tokens the tokenizer adds around the text stay. The one truncation
-    of the judge's contexts and the trained model's prompts (:func:`full_metric.training.generate_responses`)."""
+    of the judge's contexts and the trained model's prompts (:func:`full_metric.faces.training.generate_responses`)."""
     full = list(tokenizer(text, add_special_tokens=add_special_tokens, verbose=False)["input_ids"])
     head, body, tail = _split_special(tokenizer, text, full) if add_special_tokens else ([], full, [])
     room = max_tokens - len(head) - len(tail)

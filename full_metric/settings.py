@@ -5,8 +5,8 @@ a command's options, the app's ``FULL_<NAME>`` variables); a *call* option is gi
 ``score`` / ``compute`` call; a setting of scope *both* is either, and means the same at both: a
 call's value replaces the scorer's for that call only, resolved by :func:`resolve_options` exactly
 as at load. The faces derive from :data:`SETTINGS`: the scorer's docstring, ``evaluate.load``'s
-keywords and ``compute``'s options (:mod:`full_metric.metric`), the command line's options
-(:mod:`full_metric.cli`) and the app's variables (:mod:`full_metric.webapp`, whose own limits are
+keywords and ``compute``'s options (:mod:`full_metric.faces.metric`), the command line's options
+(:mod:`full_metric.faces.cli`) and the app's variables (:mod:`full_metric.faces.webapp`, whose own limits are
 declared apart, as ``FULL_LIMIT_<NAME>``). Defaults are values here; their help text is derived
 from them. ``tests/unit/test_settings.py`` fails when a setting is missing from any face.
 """

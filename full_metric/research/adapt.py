@@ -31,7 +31,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import torch
 from tqdm.auto import tqdm
 
-from ..dialog_files import check_row, read_rows
+from ..files.dialog_files import check_row, read_rows
 from ..errors import UsageError
 from ..models import ADAPTATION_FILE, native_bf16, resolve_device
 from ..scorer import FullScorer

@@ -23,7 +23,7 @@ from ..errors import UsageError
 from ..scorer import FullScorer
 from .correlation import correlate
 from .human_eval import score_items
-from .rated_files import RatedData, RatedItem, read_rated
+from ..files.rated_files import RatedData, RatedItem, read_rated
 from .systems import system_agreement
 
 #: Replies that fit any context and say nothing.

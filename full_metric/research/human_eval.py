@@ -1,7 +1,7 @@
 """Checking FULL against human ratings: correlations per level and aspect, follow-up selection.
 
 Used by the ``correlate`` and ``rank-follow-ups`` commands; knows no file formats (see
-:mod:`full_metric.research.rated_files`) and draws nothing (see :mod:`full_metric.research.plots`).
+:mod:`full_metric.files.rated_files`) and draws nothing (see :mod:`full_metric.research.plots`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any, Sequence
 from .correlation import METHODS, correlate
 from ..errors import UsageError
 from ..follow_ups import CANDIDATES
-from .rated_files import FED_ASPECT, RatedData, RatedItem
+from ..files.rated_files import FED_ASPECT, RatedData, RatedItem
 from ..result import FullResult
 from ..scorer import FullScorer
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .human_eval import LEVELS, score_items
-from .rated_files import RatedData
+from ..files.rated_files import RatedData
 from ..errors import UsageError
 from ..scorer import FullScorer
 

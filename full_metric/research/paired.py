@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import UsageError
 from .agreement import item_key
-from .rated_files import RatedItem
+from ..files.rated_files import RatedItem
 
 Measure = Callable[[np.ndarray, np.ndarray], float]
 
@@ -159,7 +159,7 @@ def read_levels(kept: dict[str, Any], data: dict[str, str]) -> dict[tuple[str, s
     """The levels of one judge's ``scores.json`` (preset ``paper`` or its only preset), each joined
     with its rated items (``data``: data set name -> rated file) and whether it has a
     within-context measure (USR turn level)."""
-    from .rated_files import read_rated
+    from ..files.rated_files import read_rated
 
     found, files = {}, {}
     for level in kept["levels"]:

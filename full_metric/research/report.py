@@ -13,7 +13,7 @@ from typing import Any
 from .correlation import correlate
 from ..follow_ups import CANDIDATES, PAPER_FIVE, REFERENCE_PACKAGE_DEFAULT
 from .human_eval import LEVELS, rank_follow_ups, score_items, split_holdout, subset_result
-from .rated_files import FED_ASPECT, RatedData
+from ..files.rated_files import FED_ASPECT, RatedData
 from ..scorer import FullScorer
 
 #: FULL's published figures and the other metrics of the paper's Table 2 (Spearman with FED

@@ -30,7 +30,7 @@ from .correlation import correlate
 from ..errors import UsageError
 from ..follow_ups import CANDIDATES, PAPER_FIVE
 from .loglik_tables import LogLikTable
-from .rated_files import FED_ASPECT
+from ..files.rated_files import FED_ASPECT
 
 #: The polarity of each Table 3 candidate: +1 positive (likely after a good response), -1 negative.
 SIGN = {c.text: (1 if c.polarity == "positive" else -1) for c in CANDIDATES}

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..comparison import PairingError, compare_systems, pair_items
-from .rated_files import RatedItem
+from ..files.rated_files import RatedItem
 from ..errors import UsageError
 
 VERDICTS = ("agree", "disagree", "FULL only", "people only", "neither")

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from full_metric import FullScorer
-from full_metric.cli import main
+from full_metric.faces.cli import main
 from full_metric.research import adapt as adapt_module
 from full_metric.research.adapt import AdaptError, adapt, read_dialogs
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from full_metric import PAPER_FIVE, FullScorer
-from full_metric.cli import main
+from full_metric.faces.cli import main
 from full_metric.follow_ups import NAMED_SETS
 
 from ..helpers import run_checked
@@ -88,7 +88,7 @@ def test_console_script_progress_bar(tiny_blenderbot_path, tmp_path):
     src = tmp_path / "in.jsonl"
     src.write_text('{"context": ["Hi!"], "response": "Hello."}\n')
     done = run_checked(
-        [sys.executable, "-m", "full_metric.cli", "score", str(src), "-o", str(tmp_path / "o.jsonl"),
+        [sys.executable, "-m", "full_metric.faces.cli", "score", str(src), "-o", str(tmp_path / "o.jsonl"),
          "--model", str(tiny_blenderbot_path), "--device", "cpu"],
         timeout=300, cwd=REPO, env={"PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "PATH": ""},
     )
@@ -118,7 +118,7 @@ def test_a_missing_extra_is_answered_with_the_install_command(monkeypatch, capsy
 ])
 def test_compare_checks_what_is_cheap_before_loading_the_model(files, extra, message, tmp_path, capsys, monkeypatch):
     """Before, these were found after every file had been scored."""
-    import full_metric.cli as cli
+    import full_metric.faces.cli as cli
 
     monkeypatch.setattr(cli, "_make_scorer", lambda args: pytest.fail("the model was loaded"))
     paths = []
@@ -133,7 +133,7 @@ def test_compare_checks_what_is_cheap_before_loading_the_model(files, extra, mes
 
 def test_an_internal_error_is_shown_as_a_bug_not_as_bad_input(tmp_path, capsys, monkeypatch):
     """Before, every TypeError / ValueError, bugs included, was exit 2 with no traceback."""
-    import full_metric.cli as cli
+    import full_metric.faces.cli as cli
 
     def broken(args):
         raise TypeError("unsupported operand type(s) for +: 'int' and 'str'")
@@ -158,7 +158,7 @@ def test_every_option_that_names_a_setting_is_declared_by_settings():
     from full_metric.settings (adapt wrote seven by hand, and its device default skipped auto)."""
     import argparse
 
-    from full_metric.cli import _parser
+    from full_metric.faces.cli import _parser
     from full_metric.settings import BY_NAME
 
     parser = _parser()

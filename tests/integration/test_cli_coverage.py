@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import full_metric.scorer as scorer_module
-from full_metric.cli import _parser, main
+from full_metric.faces.cli import _parser, main
 from full_metric.settings import LOAD_SETTINGS
 
 from ..helpers import run_checked

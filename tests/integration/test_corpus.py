@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from full_metric import FullScorer
-from full_metric.cli import main
-from full_metric.distributed import balanced_shares, merge_results
+from full_metric.faces.cli import main
+from full_metric.files.distributed import balanced_shares, merge_results
 
 from ..helpers import run_checked
 
@@ -263,7 +263,7 @@ def test_two_gloo_processes_equal_one(launcher, tiny_blenderbot_path, tmp_path):
 _LOOP = """
 import json, sys
 from full_metric import FullScorer
-from full_metric.distributed import gather_results, merge_results, setup, teardown
+from full_metric.files.distributed import gather_results, merge_results, setup, teardown
 
 rank = setup()
 contexts, responses = json.loads(sys.argv[2]), json.loads(sys.argv[3])
@@ -335,7 +335,7 @@ def test_the_output_is_the_input_however_it_is_named(tmp_path, monkeypatch):
     """Compared as files, not strings: ./in.jsonl, the absolute path, a symbolic and a hard link."""
     import os
 
-    from full_metric.dialog_files import DialogFileError, refuse_overwriting_input
+    from full_metric.files.dialog_files import DialogFileError, refuse_overwriting_input
 
     src = _write_jsonl(tmp_path / "in.jsonl", _rows(2))
     monkeypatch.chdir(tmp_path)

@@ -68,8 +68,8 @@ def test_bfloat16_stays_within_the_stated_bound_of_float32(name, tokenizer):
 
 
 def test_auto_reaches_the_metric_and_the_command_line(tiny_blenderbot_path, monkeypatch):
-    from full_metric.cli import _parser
-    from full_metric.metric import FULL
+    from full_metric.faces.cli import _parser
+    from full_metric.faces.metric import FULL
 
     monkeypatch.setattr(models, "native_bf16", lambda flags=None: "avx512_bf16")
     metric = FULL(model=str(tiny_blenderbot_path), device="cpu", dtype="auto", progress=False)

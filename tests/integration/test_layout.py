@@ -1,5 +1,8 @@
-"""Protects the package's shape: the core imports neither the research tooling nor the faces, and
-importing the core loads no evaluate, gradio, scipy or matplotlib."""
+"""Protects the package's shape, read from its folders: the scoring core is the modules of
+``full_metric/`` itself; ``files/`` (file formats, corpus scoring, processes) builds on the core;
+``research/`` on the core and files; ``faces/`` (evaluate modules, command line, app, training
+helpers) on any of them; nothing imports a face but a door to it. Importing the core loads no
+evaluate, gradio, scipy or matplotlib."""
 
 from __future__ import annotations
 
@@ -10,41 +13,55 @@ from pathlib import Path
 from ..helpers import run_checked
 
 PACKAGE = Path(__file__).resolve().parents[2] / "full_metric"
-#: the thin layers over the core: evaluate (metric, comparison_metric), the command line and its
-#: file formats (cli, corpus), the app (webapp)
-FACES = {"metric", "comparison_metric", "cli", "corpus", "webapp", "__main__"}
+#: what each layer may import (its own layer included)
+ALLOWED = {"core": {"core"}, "files": {"core", "files"}, "research": {"core", "files", "research"},
+           "faces": {"core", "files", "research", "faces"}, "door": {"faces"}}
+#: modules of the package folder that only open a face: ``python -m full_metric`` and the
+#: ``full_metric.training`` import path users write
+DOORS = {"__main__", "training"}
 
 
-def _imports(path: Path) -> set[str]:
-    """The package modules a module imports (relative imports resolved to dotted names)."""
-    here = path.relative_to(PACKAGE.parent).with_suffix("").parts
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.level:
-            base = here[: len(here) - node.level]
-            found.add(".".join((*base, node.module)) if node.module else ".".join(base))
-    return found
+def _layer(module: str) -> str:
+    """A dotted module's layer, from the folder it lives in."""
+    parts = module.split(".")
+    if len(parts) > 2 or (len(parts) == 2 and (PACKAGE / parts[1]).is_dir()):
+        return parts[1] if parts[1] in ALLOWED else "core"
+    return "door" if len(parts) == 2 and parts[1] in DOORS else "core"
 
 
-def test_the_core_imports_neither_research_nor_faces():
-    for path in PACKAGE.glob("*.py"):
-        if path.stem in FACES or path.stem == "__init__":  # __init__'s FULL is a lazy re-export of the metric face
-            continue
-        for module in _imports(path):
-            assert not module.startswith("full_metric.research"), f"{path.name} imports {module}"
-            assert module.split(".")[-1] not in FACES, f"{path.name} imports the face {module}"
+def _modules() -> dict[str, Path]:
+    return {".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"): p
+            for p in PACKAGE.rglob("*.py")}
 
 
-def test_research_imports_no_face():
-    for path in (PACKAGE / "research").glob("*.py"):
-        for module in _imports(path):
-            assert module.split(".")[-1] not in FACES, f"research/{path.name} imports the face {module}"
+def test_the_layers_are_folders_and_each_imports_only_what_lies_below_it():
+    modules = _modules()
+    layers = {name: _layer(name) for name in modules}
+    assert {layers[m] for m in modules} == set(ALLOWED)
+    assert {m for m in modules if layers[m] == "faces"} >= {
+        "full_metric.faces.metric", "full_metric.faces.comparison_metric", "full_metric.faces.cli",
+        "full_metric.faces.webapp", "full_metric.faces.training"}
+    for name, path in modules.items():
+        for module in {m.removesuffix(".__init__") for m in _all_imports(path)} & set(modules) - {name}:
+            if name == "full_metric" and module == "full_metric.faces.metric":
+                continue  # full_metric.FULL: a lazy re-export of the metric face, imported on first use
+            assert layers[module] in ALLOWED[layers[name]], f"{name} ({layers[name]}) imports {module} ({layers[module]})"
+
+
+def test_the_doors_only_open_a_face():
+    import full_metric.faces.training
+    import full_metric.training
+
+    assert full_metric.training is full_metric.faces.training
+    for door in DOORS:
+        tree = ast.parse((PACKAGE / f"{door}.py").read_text(encoding="utf-8"))
+        assert not any(isinstance(n, (ast.FunctionDef, ast.ClassDef)) for n in ast.walk(tree)), door
 
 
 def test_importing_the_core_loads_no_heavy_or_face_library():
     code = (
-        "import sys, full_metric, full_metric.scorer, full_metric.settings, full_metric.dialog_files, "
-        "full_metric.comparison, full_metric.distributed\n"
+        "import sys, full_metric, full_metric.scorer, full_metric.settings, full_metric.files.dialog_files, "
+        "full_metric.comparison, full_metric.files.distributed\n"
         "bad = [m for m in ('evaluate', 'gradio', 'scipy', 'matplotlib', 'full_metric.research') if m in sys.modules]\n"
         "print(bad)"
     )

@@ -236,7 +236,7 @@ def test_docstring_examples_run(checkout_named_full, tiny_blenderbot_path, monke
 
 
 def test_the_metric_script_warns_when_the_installed_package_is_another_version(monkeypatch):
-    import full_metric.metric as metric_module
+    import full_metric.faces.metric as metric_module
 
     monkeypatch.setattr(metric_module, "__version__", "9.9.9")
     source = (REPO / "full.py").read_text(encoding="utf-8")

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from full_metric import FullScorer
-from full_metric.training import FullCallback, full_compute_metrics, full_reward, generate_responses
+from full_metric.faces.training import FullCallback, full_compute_metrics, full_reward, generate_responses
 
 from ..helpers import run_checked
 
@@ -219,7 +219,7 @@ def test_a_grpo_run_with_full_as_reward(policy_folder, tiny_blenderbot_path, tmp
 # -- bad input, before any model work -----------------------------------------------------------
 @pytest.fixture
 def no_model(monkeypatch):
-    import full_metric.training as training
+    import full_metric.faces.training as training
 
     monkeypatch.setattr(training, "FullScorer", lambda *a, **k: pytest.fail("the judge was loaded"))
 
@@ -251,7 +251,7 @@ def test_bad_reward_calls_are_named(no_model):
 
 
 def test_importing_full_metric_does_not_import_trl():
-    done = run_checked([sys.executable, "-c", "import sys, full_metric, full_metric.training; print('trl' in sys.modules)"],
+    done = run_checked([sys.executable, "-c", "import sys, full_metric, full_metric.faces.training; print('trl' in sys.modules)"],
                        timeout=120)
     assert done.stdout.strip() == "False"
 
@@ -321,8 +321,8 @@ def test_the_callback_shares_the_contexts_so_that_ranks_generate_equally(tiny_mo
                                                                          monkeypatch):
     """Each rank of a (simulated) 2-process run: an equal number of generate calls, shares that
     together hold every context once."""
-    import full_metric.training as training
-    from full_metric.distributed import Rank
+    import full_metric.faces.training as training
+    from full_metric.files.distributed import Rank
 
     model = tiny_models["llama"]
     callback = FullCallback(FIVE_CONTEXTS, model=str(tiny_blenderbot_path), batch_size=2,
@@ -349,7 +349,7 @@ def test_the_callback_shares_the_contexts_so_that_ranks_generate_equally(tiny_mo
 
 
 def test_merge_in_order_puts_each_ranks_scores_back_in_input_order(tiny_blenderbot_path):
-    from full_metric.distributed import balanced_shares, merge_in_order
+    from full_metric.files.distributed import balanced_shares, merge_in_order
 
     scorer = FullScorer(tiny_blenderbot_path, progress=False)
     responses = ["Fine.", "A beagle.", "Sometimes.", "Alien.", "Morning!"]
@@ -373,7 +373,7 @@ def test_a_blenderbot_policy_without_chat_template_is_prompted_in_blenderbots_fo
     from transformers import AutoConfig, AutoTokenizer
 
     from full_metric.rendering import Renderer
-    from full_metric.training import prompt_text
+    from full_metric.faces.training import prompt_text
 
     tok = AutoTokenizer.from_pretrained(tiny_blenderbot_path)
     tok.chat_template = None
@@ -414,7 +414,7 @@ def test_callbacks_given_to_the_trainer_reach_on_log_or_are_refused_before_train
         policy_folder, tiny_blenderbot_path, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer
 
-    from full_metric.training import NO_TRAINER
+    from full_metric.faces.training import NO_TRAINER
 
     tokenizer = AutoTokenizer.from_pretrained(policy_folder)
 
@@ -442,7 +442,7 @@ def test_callbacks_given_to_the_trainer_reach_on_log_or_are_refused_before_train
 
 # -- the judge's placement: one rule for the three faces --------------------------------------
 def test_judge_placement_is_one_rule():
-    from full_metric.training import judge_placement
+    from full_metric.faces.training import judge_placement
 
     assert judge_placement({}, None)["device"] == "cpu"  # nothing given: the best here (no GPU)
     assert judge_placement({"device": "auto"}, None) == {"device": "cpu", "dtype": None}

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from full_metric.research.agreement import generic_reply_rate
-from full_metric.research.rated_files import RatedItem
+from full_metric.files.rated_files import RatedItem
 
 
 class CountingScorer:

@@ -16,7 +16,7 @@ import torch
 
 from full_metric import FullScorer
 from full_metric.rendering import USER_FIRST_PLACEHOLDER, template_needs_user_first
-from full_metric.training import generate_responses, prompt_text
+from full_metric.faces.training import generate_responses, prompt_text
 
 TEMPLATES = json.loads((Path(__file__).parents[1] / "data" / "chat_templates.json").read_text(encoding="utf-8"))["templates"]
 TURNS = ["Hi! How was your weekend?", "Great, I went hiking.", "Where did you go?", "Up the coast, near the lighthouse.",

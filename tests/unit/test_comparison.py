@@ -13,7 +13,7 @@ from scipy import stats
 
 from full_metric import PRESETS, FullScorer
 from full_metric import metric as metric_module
-from full_metric.cli import main
+from full_metric.faces.cli import main
 from full_metric.comparison import PairingError, compare_systems, holm, pair_items
 
 from ..helpers import assert_drawn_png

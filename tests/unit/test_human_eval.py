@@ -11,11 +11,11 @@ import pytest
 from scipy import stats
 
 from full_metric import CANDIDATES, FullScorer
-from full_metric.cli import main
+from full_metric.faces.cli import main
 from full_metric.research.correlation import correlate
 from full_metric.fine_grained import CATEGORY_GROUPS, category_scores
 from full_metric.research.human_eval import LEVELS, rank_follow_ups, score_items, split_holdout
-from full_metric.research.rated_files import RatedFileError, read_fed, read_table
+from full_metric.files.rated_files import RatedFileError, read_fed, read_table
 
 from ..helpers import assert_drawn_png
 

@@ -103,7 +103,7 @@ def test_a_response_under_another_name_is_refused_not_scored_as_a_dialog():
     """Before, ``{"context": [...], "reply": "..."}`` was silently scored at dialog level."""
     import pytest
 
-    from full_metric.dialog_files import DialogFileError, check_row
+    from full_metric.files.dialog_files import DialogFileError, check_row
 
     with pytest.raises(DialogFileError, match=r"line 3: no field 'response' but a field 'reply'"):
         check_row({"context": ["Hi!"], "reply": "Hello."}, "in.jsonl, line 3")

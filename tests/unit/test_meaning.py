@@ -90,7 +90,7 @@ def test_new_follow_ups_keep_the_presets_positive_ones_and_the_signature_shows_t
 
 
 def test_an_unknown_call_option_is_named(tiny_blenderbot_path):
-    from full_metric.metric import FULL
+    from full_metric.faces.metric import FULL
 
     metric = FULL(model=str(tiny_blenderbot_path), device="cpu", progress=False)
     with pytest.raises(TypeError, match="unknown option 'followups'"):
@@ -98,7 +98,7 @@ def test_an_unknown_call_option_is_named(tiny_blenderbot_path):
 
 
 def test_compute_takes_every_call_option(tiny_blenderbot_path):
-    from full_metric.metric import FULL
+    from full_metric.faces.metric import FULL
 
     metric = FULL(model=str(tiny_blenderbot_path), device="cpu", progress=False)
     scorer = metric.scorer

@@ -10,8 +10,8 @@ import json
 import pytest
 
 from full_metric import FullScorer
-from full_metric.cli import main
-from full_metric.training import full_reward
+from full_metric.faces.cli import main
+from full_metric.faces.training import full_reward
 
 CASES = [
     ("someorg/no-such-model", "is not on this machine and the Hub cannot be reached: to score offline"),

@@ -8,7 +8,7 @@ import pytest
 from full_metric.errors import UsageError
 from full_metric.research.agreement import item_key
 from full_metric.research.paired import Level, contexts, level_of, paired_changes
-from full_metric.research.rated_files import RatedItem
+from full_metric.files.rated_files import RatedItem
 
 SYSTEMS = ("Human", "Bot A", "Bot B", "Bot C")
 

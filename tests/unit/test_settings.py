@@ -40,8 +40,8 @@ def test_every_load_setting_is_a_scorer_keyword_and_every_option_a_score_keyword
 
 
 def test_every_setting_is_an_evaluate_keyword_of_its_scope():
-    from full_metric.comparison_metric import _KWARGS_DESCRIPTION as COMPARISON
-    from full_metric.metric import _KWARGS_DESCRIPTION, FULL
+    from full_metric.faces.comparison_metric import _KWARGS_DESCRIPTION as COMPARISON
+    from full_metric.faces.metric import _KWARGS_DESCRIPTION, FULL
 
     params = inspect.signature(FULL.__init__).parameters
     for setting in LOAD_SETTINGS:
@@ -55,7 +55,7 @@ def test_every_setting_is_an_evaluate_keyword_of_its_scope():
 
 @pytest.mark.parametrize("command", ["score", "correlate", "rank-follow-ups", "report", "score-candidates"])
 def test_every_load_setting_is_an_option_of_every_scoring_command(command):
-    from full_metric.cli import _parser
+    from full_metric.faces.cli import _parser
 
     sub = next(a for a in _parser()._actions if a.dest == "command").choices[command]
     flags = {flag: action.dest for action in sub._actions for flag in action.option_strings}
@@ -64,7 +64,7 @@ def test_every_load_setting_is_an_option_of_every_scoring_command(command):
 
 
 def test_every_load_setting_is_an_app_environment_variable():
-    from full_metric.webapp import settings_from_env
+    from full_metric.faces.webapp import settings_from_env
 
     values = {"batch_size": "3", "max_batch_tokens": "512", "context_budget": "40", "max_turns": "2",
               "progress": "1", "follow_ups": "Why?\nWhat?"}
@@ -80,7 +80,7 @@ def test_every_app_environment_variable_has_exactly_one_meaning():
     """The scorer's settings and the app's limits are read from names that cannot collide: before,
     FULL_FOLLOW_UPS was both the follow-up set and the limit on custom follow-ups, and
     ``FULL_FOLLOW_UPS=paper`` stopped the app at start-up."""
-    from full_metric.webapp import LIMIT_SETTINGS, Limits, settings_from_env
+    from full_metric.faces.webapp import LIMIT_SETTINGS, Limits, settings_from_env
 
     names = [s.env for s in LOAD_SETTINGS] + [s.env for s in LIMIT_SETTINGS]
     assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
@@ -129,7 +129,7 @@ def test_bad_settings_are_refused_before_the_model_loads(setting, value, message
 
 
 def test_the_cli_passes_every_setting_to_the_scorer(monkeypatch, tmp_path):
-    import full_metric.cli as cli
+    import full_metric.faces.cli as cli
     import full_metric.scorer as scorer_module
 
     seen = {}
@@ -156,7 +156,7 @@ def test_an_unknown_setting_is_named():
 
 
 def test_the_app_docs_table_is_the_limits_declaration():
-    from full_metric.webapp import limits_table
+    from full_metric.faces.webapp import limits_table
 
     text = (ROOT / "docs" / "app.md").read_text(encoding="utf-8")
-    assert text.split("<!-- limits table: full_metric.webapp.limits_table() -->\n")[1].split("\n<!-- end")[0] == limits_table()
+    assert text.split("<!-- limits table: full_metric.faces.webapp.limits_table() -->\n")[1].split("\n<!-- end")[0] == limits_table()

@@ -9,7 +9,7 @@ import pytest
 
 from full_metric import FullScorer
 from full_metric.aggregate import aggregate
-from full_metric.cli import main
+from full_metric.faces.cli import main
 from full_metric.follow_ups import CANDIDATES, PAPER_FIVE
 from full_metric.research.loglik_tables import LogLikTable, TableItem, read_table, write_table
 from full_metric.research.study import (
@@ -205,9 +205,9 @@ def test_study_presets_everywhere(chat_llama_folder):
     """A study preset sets follow-ups of both signs, aggregation and rendering in the scorer, the
     metric, the command line and the app, and its scores are the study's arithmetic."""
     from full_metric import PRESETS
-    from full_metric.metric import FULL
+    from full_metric.faces.metric import FULL
     from full_metric.study_presets import STUDY_PRESETS
-    from full_metric.webapp import PRESET_CHOICE, choose_settings
+    from full_metric.faces.webapp import PRESET_CHOICE, choose_settings
 
     contexts, responses = [["Hi!", "How was your weekend?"], ["I adopted a puppy!"]], ["Great, I went hiking.", "Tires."]
     for name, preset in STUDY_PRESETS.items():

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from full_metric import NAMED_SETS, PAPER_FIVE, FullScorer
-from full_metric.webapp import (
+from full_metric.faces.webapp import (
     CUSTOM, PRESET_CHOICE, InputError, Limits, choose_follow_ups, choose_settings, parse_candidates, parse_dialog, rank, read_upload,
     score_in_chunks, score_rows, summarize, write_scored,
 )
@@ -159,7 +159,7 @@ def test_scoring_in_chunks_reports_progress_and_equals_one_pass(tiny_blenderbot_
 def test_a_candidate_has_one_label_in_the_turn_tabs_table_and_chart(tiny_blenderbot_path):
     """Before, the ranking table numbered candidates by rank while the chart said #1, #2 by input
     order: "#1" named two different responses."""
-    from full_metric.webapp import PRESET_CHOICE, _Handlers, candidate_labels
+    from full_metric.faces.webapp import PRESET_CHOICE, _Handlers, candidate_labels
 
     scorer = FullScorer(tiny_blenderbot_path, device="cpu", progress=False)
     handlers = _Handlers(scorer, Limits())
@@ -175,7 +175,7 @@ def test_a_candidate_has_one_label_in_the_turn_tabs_table_and_chart(tiny_blender
 
 def test_switching_preset_keeps_the_run_options_in_the_command_line_and_the_app(tiny_blenderbot_path, monkeypatch):
     """Before, the app built the other preset's scorer with none of them: FULL_CONTEXT_BUDGET was lost."""
-    from full_metric.webapp import PRESET_CHOICE, _Handlers, scorer_from_env
+    from full_metric.faces.webapp import PRESET_CHOICE, _Handlers, scorer_from_env
 
     monkeypatch.setenv("FULL_MODEL", str(tiny_blenderbot_path))
     monkeypatch.setenv("FULL_CONTEXT_BUDGET", "40")

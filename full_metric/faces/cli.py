@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from .dialog_files import DialogFileError, read_dialog_lines, read_follow_ups, refuse_overwriting_input, scored_records
-from .errors import UsageError
-from .follow_ups import NAMED_SETS
-from .settings import LOAD_SETTINGS
-from .version import __version__
+from ..files.dialog_files import DialogFileError, read_dialog_lines, read_follow_ups, refuse_overwriting_input, scored_records
+from ..errors import UsageError
+from ..follow_ups import NAMED_SETS
+from ..settings import LOAD_SETTINGS
+from ..version import __version__
 
 _FOLLOW_UP_SETTINGS = ("follow_ups", "positive_follow_ups")
 #: The settings ``adapt`` takes (a judge is adapted for one model, preset and rendering).
@@ -188,7 +188,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _make_scorer(args: argparse.Namespace) -> Any:
-    from .scorer import FullScorer
+    from ..scorer import FullScorer
 
     settings = {s.name: getattr(args, s.name) for s in LOAD_SETTINGS}
     for name in _FOLLOW_UP_SETTINGS:
@@ -197,8 +197,8 @@ def _make_scorer(args: argparse.Namespace) -> Any:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from .corpus import Source, score_corpus
-    from .distributed import teardown
+    from ..files.corpus import Source, score_corpus
+    from ..files.distributed import teardown
 
     source = Source(args.input, args.dataset, args.split, args.config, args.context_column, args.response_column)
     progress = args.progress is not False
@@ -253,7 +253,7 @@ def _scored(path: str, records: list[dict[str, Any]], scorer: Any) -> tuple[list
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .comparison import PairingError, compare_systems, pair_items
+    from ..comparison import PairingError, compare_systems, pair_items
 
     made: list[Any] = []
 
@@ -298,7 +298,7 @@ def _compare(args: argparse.Namespace) -> int:
     if args.json_out:
         Path(args.json_out).write_text(json.dumps({**comparison.to_dict(), "signature": signature}, indent=2))
     if args.plot:
-        from .research.plots import means_with_intervals
+        from ..research.plots import means_with_intervals
 
         means_with_intervals(args.plot, comparison)
     return 0
@@ -307,7 +307,7 @@ def _compare(args: argparse.Namespace) -> int:
 def _preset_scorers(args: argparse.Namespace) -> Any:
     """(preset, scorer) for each preset of ``--presets`` (default: every preset that fits the model),
     all sharing the one loaded model."""
-    from .presets import fitting_presets
+    from ..presets import fitting_presets
 
     first = _make_scorer(args)
     loaded = first.loaded
@@ -317,9 +317,9 @@ def _preset_scorers(args: argparse.Namespace) -> Any:
 
 
 def _systems(args: argparse.Namespace) -> int:
-    from .research.human_eval import LEVELS, score_items
-    from .research.rated_files import read_rated
-    from .research.systems import system_agreement, write_system_report
+    from ..research.human_eval import LEVELS, score_items
+    from ..files.rated_files import read_rated
+    from ..research.systems import system_agreement, write_system_report
 
     rows = []
     for preset, scorer in _preset_scorers(args):
@@ -342,7 +342,7 @@ def _systems(args: argparse.Namespace) -> int:
 
 
 def _read_rated(args: argparse.Namespace) -> Any:
-    from .research.rated_files import read_rated
+    from ..files.rated_files import read_rated
 
     fields = {"context_field": args.context_field, "response_field": args.response_field, "score_field": args.score_field}
     data = read_rated(args.data, args.format, args.skip_invalid, **fields)
@@ -354,7 +354,7 @@ def _read_rated(args: argparse.Namespace) -> Any:
 
 
 def _correlate(args: argparse.Namespace) -> int:
-    from .research.human_eval import LEVELS, correlation_rows, score_items
+    from ..research.human_eval import LEVELS, correlation_rows, score_items
 
     data = _read_rated(args)
     scorer = _make_scorer(args)
@@ -379,7 +379,7 @@ def _correlate(args: argparse.Namespace) -> int:
             writer.writeheader()
             writer.writerows(rows)
     if args.plot:
-        from .research.plots import scatter
+        from ..research.plots import scatter
 
         panels = []
         for level, result in results.items():
@@ -398,7 +398,7 @@ def _with_main_scores(scorer: Any, result: Any) -> Any:
     """A result over all 63 candidates, re-scored on the scorer's own follow-ups (no model work)."""
     from dataclasses import replace
 
-    from .research.human_eval import subset_result
+    from ..research.human_eval import subset_result
 
     if result is None:
         return None
@@ -408,7 +408,7 @@ def _with_main_scores(scorer: Any, result: Any) -> Any:
 
 
 def _rank(args: argparse.Namespace) -> int:
-    from .research.human_eval import LEVELS, rank_follow_ups, score_items, split_holdout, subset_result
+    from ..research.human_eval import LEVELS, rank_follow_ups, score_items, split_holdout, subset_result
 
     data = _read_rated(args)
     scorer = _make_scorer(args)
@@ -425,7 +425,7 @@ def _rank(args: argparse.Namespace) -> int:
     print(f"top {args.top_k} written to {args.output}", file=sys.stderr)
     summary: dict[str, Any] = {"aspect": aspect, "top": top, "ranking": ranking}
     if report is not None:
-        from .research.correlation import correlate
+        from ..research.correlation import correlate
 
         print(f"held out: {len(report.items)} items (selection on the other {len(select.items)})")
         held = {lvl: score_items(scorer, report.level(lvl), tuple(dict.fromkeys([*top, *scorer.follow_ups])))
@@ -445,14 +445,14 @@ def _rank(args: argparse.Namespace) -> int:
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(summary, indent=2))
     if args.plot:
-        from .research.plots import follow_up_bars
+        from ..research.plots import follow_up_bars
 
         follow_up_bars(args.plot, ranking, [lvl for lvl in LEVELS if results.get(lvl) is not None])
     return 0
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .research.report import build_report
+    from ..research.report import build_report
 
     data = _read_rated(args)
     command = _command_line(args)
@@ -475,8 +475,8 @@ def _command_line(args: argparse.Namespace) -> str:
 
 
 def _score_candidates(args: argparse.Namespace) -> int:
-    from .follow_ups import resolve_follow_ups
-    from .research.loglik_tables import score_table, write_table
+    from ..follow_ups import resolve_follow_ups
+    from ..research.loglik_tables import score_table, write_table
 
     data = _read_rated(args)
     scorer = _make_scorer(args)
@@ -489,8 +489,8 @@ def _score_candidates(args: argparse.Namespace) -> int:
 
 
 def _study(args: argparse.Namespace) -> int:
-    from .research.loglik_tables import read_table
-    from .research.study_report import write_study
+    from ..research.loglik_tables import read_table
+    from ..research.study_report import write_study
 
     path, results = write_study([read_table(t) for t in args.tables], args.output, _command_line(args))
     for protocol in results["protocols"]:
@@ -502,7 +502,7 @@ def _study(args: argparse.Namespace) -> int:
 
 
 def _agreement(args: argparse.Namespace) -> int:
-    from .research.agreement import GENERIC_REPLIES, agreement, markdown, per_reply_markdown
+    from ..research.agreement import GENERIC_REPLIES, agreement, markdown, per_reply_markdown
 
     rows, signatures, scores = [], {}, []
     replies = tuple(args.replies or GENERIC_REPLIES)
@@ -534,7 +534,7 @@ def _agreement(args: argparse.Namespace) -> int:
 
 
 def _adapt(args: argparse.Namespace) -> int:
-    from .research.adapt import adapt
+    from ..research.adapt import adapt
 
     given = {k: getattr(args, k) for k in ADAPT_SETTINGS if k != "model" and getattr(args, k) is not None}
     done = adapt(args.model, args.dialogs, args.output, method=args.method, max_tokens=args.max_tokens,

@@ -14,13 +14,13 @@ from typing import Any, Sequence
 import datasets
 import evaluate
 
-from .errors import UsageError, UsageTypeError
-from .inputs import check_dialogs
-from .models import LoadedModel, load_model, resolve_device, resolve_dtype
-from .scorer import FullScorer
-from .settings import CALL_OPTIONS, LOAD_SETTINGS, check_known, check_settings, describe
-from .turns import split_turns, strip_speaker
-from .version import __version__
+from ..errors import UsageError, UsageTypeError
+from ..inputs import check_dialogs
+from ..models import LoadedModel, load_model, resolve_device, resolve_dtype
+from ..scorer import FullScorer
+from ..settings import CALL_OPTIONS, LOAD_SETTINGS, check_known, check_settings, describe
+from ..turns import split_turns, strip_speaker
+from ..version import __version__
 
 _CITATION = """\
 @inproceedings{de-bruyn-etal-2022-open,

@@ -1,8 +1,8 @@
 """The one file layer of dialog rows, for the command line, the corpus scorer, the app's uploads and
-the human-rated files of :mod:`full_metric.research.rated_files`: one reader of JSON Lines and CSV
+the human-rated files of :mod:`full_metric.files.rated_files`: one reader of JSON Lines and CSV
 rows (:func:`iter_rows`, streamed, with line numbers), one row check (:func:`check_row`), one
 scored-record writer (:func:`scored_records`); and follow-up files. Errors name the file, the line
-and the field. (Parquet files and Hub datasets are read with ``datasets`` in :mod:`full_metric.corpus`.)
+and the field. (Parquet files and Hub datasets are read with ``datasets`` in :mod:`full_metric.files.corpus`.)
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import os
 from pathlib import Path
 from typing import IO, Any, Iterator, Sequence
 
-from .errors import UsageError
-from .turns import split_turns
+from ..errors import UsageError
+from ..turns import split_turns
 
 #: The suffixes of the files :func:`iter_rows` reads.
 ROW_SUFFIXES = (".jsonl", ".json", ".csv")

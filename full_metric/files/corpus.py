@@ -9,7 +9,7 @@ loses at most the chunk in flight). When every rank is done, rank 0 writes the o
 order (JSON Lines or Parquet, by extension) and removes the parts. ``--resume`` keeps the parts
 of a killed run whose input and settings match, and scores only what they lack.
 
-JSON Lines and CSV are read line by line by the one row reader of :mod:`full_metric.dialog_files`,
+JSON Lines and CSV are read line by line by the one row reader of :mod:`full_metric.files.dialog_files`,
 so that an error names its line (the ``datasets`` readers report a malformed line without its
 number); Parquet files and Hub datasets are read with ``datasets`` in streaming mode.
 """

@@ -20,14 +20,14 @@ from dataclasses import field, make_dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from .aggregate import AGGREGATIONS
-from .dialog_files import check_row, scored_records, table_rows
-from .errors import UsageError
-from .follow_ups import NAMED_SETS, PAPER_FIVE, validate_follow_ups
-from .presets import fitting_presets
-from .scorer import FullScorer
-from .settings import LOAD_SETTINGS, Setting, check_signs, positive_int, resolve_positive
-from .turns import split_turns, strip_speaker
+from ..aggregate import AGGREGATIONS
+from ..files.dialog_files import check_row, scored_records, table_rows
+from ..errors import UsageError
+from ..follow_ups import NAMED_SETS, PAPER_FIVE, validate_follow_ups
+from ..presets import fitting_presets
+from ..scorer import FullScorer
+from ..settings import LOAD_SETTINGS, Setting, check_signs, positive_int, resolve_positive
+from ..turns import split_turns, strip_speaker
 
 
 #: What one request may hold, and how long a batch may run: the app's limits, each declared once,
@@ -149,7 +149,7 @@ def read_upload(name: str, data: bytes, limits: Limits = LIMITS) -> list[dict[st
 
 
 def _row_within_limits(line: int, row: dict[str, Any], limits: Limits, csv_file: bool) -> dict[str, Any]:
-    """The one row check (:func:`full_metric.dialog_files.check_row`), then the app's limits."""
+    """The one row check (:func:`full_metric.files.dialog_files.check_row`), then the app's limits."""
     context, response = check_row(row, f"line {line}", InputError, csv_row=csv_file)
     if len(context) > limits.turns:
         raise InputError(f"line {line}: {len(context)} turns; the limit is {limits.turns}")
@@ -174,7 +174,7 @@ def summarize(rows: Sequence[dict[str, Any]], baseline: str | None = None) -> tu
     system), the p-value of the paired bootstrap test (unpaired when the systems did not answer the
     same contexts) and its Holm correction; also the :class:`~full_metric.comparison.Comparison`
     (``None`` without systems)."""
-    from .comparison import PairingError, compare_systems, mean_interval, pair_items
+    from ..comparison import PairingError, compare_systems, mean_interval, pair_items
 
     scores = [r["full"] for r in rows]
     low, high = mean_interval(scores)
@@ -479,7 +479,7 @@ class _Handlers:
         summary_rows, comparison = summarize(rows, baseline_name)
         figure = None
         if comparison is not None:
-            from .research.plots import means_figure
+            from ..research.plots import means_figure
 
             figure = means_figure(comparison)
         write_scored(rows, out, as_csv)
@@ -595,7 +595,7 @@ def build_app(scorer: FullScorer, limits: Limits | None = None) -> Any:
 
 
 def limits_table() -> str:
-    """The app's limits as docs/app.md's table (``python -c "from full_metric.webapp import limits_table; print(limits_table())"``)."""
+    """The app's limits as docs/app.md's table (``python -c "from full_metric.faces.webapp import limits_table; print(limits_table())"``)."""
     rows = ["| limit | default | variable |", "|---|---|---|"]
     rows += [f"| {s.help} | {s.default:,} | `{s.env}` |" for s in LIMIT_SETTINGS]
     return "\n".join(rows)

@@ -1,6 +1,6 @@
 """Scoring on several processes with ``torch.distributed``, as ``torchrun`` and ``accelerate launch``
 start them (one machine or many): the process's rank and device, shares balanced by length, and
-gathering each rank's scores. No files here (see :mod:`full_metric.corpus`)."""
+gathering each rank's scores. No files here (see :mod:`full_metric.files.corpus`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import torch
 
-from .errors import UsageError
+from ..errors import UsageError
 
 logger = logging.getLogger(__name__)
 

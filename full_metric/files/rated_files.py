@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..dialog_files import table_rows
+from .dialog_files import table_rows
 from ..errors import UsageError
 from ..turns import split_turns, strip_speaker
 

@@ -9,11 +9,11 @@ from typing import Any
 import datasets
 import evaluate
 
-from .comparison import DEFAULT_SEED, compare_systems
-from .errors import UsageError
-from .inputs import check_dialogs
+from ..comparison import DEFAULT_SEED, compare_systems
+from ..errors import UsageError
+from ..inputs import check_dialogs
 from .metric import _CITATION, FullSettings
-from .settings import describe
+from ..settings import describe
 
 _DESCRIPTION = """\
 Compares two dialog systems that answered the same contexts with FULL (Follow-Up Log-Likelihood):

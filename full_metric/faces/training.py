@@ -1,0 +1,429 @@
+"""FULL inside training loops: a ``transformers`` Trainer callback, ``compute_metrics`` for
+``Seq2SeqTrainer``, and a reward function for TRL. A face over :class:`~full_metric.FullScorer`.
+
+The judge (the scorer's model) is loaded once, on first use, and kept for the whole run; it never
+trains (the scorer scores under ``torch.inference_mode``). Settings are the scorer's
+(:data:`full_metric.settings.SETTINGS`). Where the judge runs is decided once, by
+:func:`judge_placement`: the trainer's device (or ``device="auto"``: the process's own GPU under
+``torchrun``), in bfloat16 on an accelerator unless a ``dtype`` is given. Importing this module
+imports neither TRL nor ``evaluate``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+
+from ..comparison import mean_interval
+from ..files.distributed import balanced_shares, current_rank, gather_results, merge_in_order
+from ..errors import UsageError, UsageTypeError
+from ..inputs import check_turns
+from ..models import max_positions, resolve_device
+from ..rendering import Renderer, chat_messages, default_rendering, encode_text, template_needs_user_first
+from ..result import FullResult
+from ..scorer import FullScorer
+from ..turns import split_turns
+
+try:  # transformers is a dependency; the base class makes the callback a TrainerCallback
+    from transformers import TrainerCallback
+except ImportError:  # pragma: no cover - transformers is always installed with full-metric
+    TrainerCallback = object  # type: ignore[assignment,misc]
+
+logger = logging.getLogger(__name__)
+
+#: The per-example table each evaluation writes: ``<output_dir>/full/step-<N>.jsonl``.
+TABLE_FOLDER = "full"
+#: The context a rank with no context of its own generates for, so that every rank calls
+#: ``generate`` the same number of times (its answer is discarded).
+FILLER_CONTEXT = ("Hi!",)
+
+
+def check_contexts(contexts: Any) -> list[list[str]]:
+    """Held-out contexts: a non-empty list of contexts, each a list of turns (or one string with a
+    turn per line) with at least one turn to answer."""
+    if isinstance(contexts, (str, bytes)) or not isinstance(contexts, Sequence):
+        raise UsageTypeError(f"contexts must be a list of contexts, got {type(contexts).__name__}")
+    if len(contexts) == 0:
+        raise UsageError("contexts is empty: give at least one held-out context to answer")
+    checked = []
+    for i, context in enumerate(contexts):
+        turns = check_turns(split_turns(context) if isinstance(context, str) else context, f"contexts[{i}]")
+        if not turns:
+            raise UsageError(f"contexts[{i}] has no turn: the model being trained needs something to answer")
+        checked.append(turns)
+    return checked
+
+
+def judge_placement(settings: dict[str, Any], trainer_device: torch.device | str | None = None) -> dict[str, Any]:
+    """The judge's ``device`` and ``dtype`` from its settings: a device given (other than
+    ``"auto"``) is kept; else the trainer's device; else the best available for this process
+    (:func:`~full_metric.models.resolve_device`: ``cuda:LOCAL_RANK`` under ``torchrun``). Without a
+    ``dtype``, bfloat16 on an accelerator (the model's own float32 on a CPU). The one rule of the
+    callback, :func:`full_compute_metrics` and :func:`full_reward`."""
+    given = settings.get("device")
+    device = resolve_device(trainer_device if given in (None, "auto") else given)
+    dtype = settings.get("dtype")
+    if dtype is None and device.type != "cpu":
+        dtype = "bfloat16"
+    return {**settings, "device": str(device), "dtype": dtype}
+
+
+class LazyScorer:
+    """A :class:`FullScorer` made on first use with these settings (once for the whole run), or
+    the one given, placed by :func:`judge_placement`."""
+
+    def __init__(self, scorer: FullScorer | None = None, **settings: Any):
+        if scorer is not None and settings:
+            raise UsageTypeError(f"give a scorer or settings, not both (got settings {sorted(settings)})")
+        if scorer is None:
+            from ..settings import check_settings
+
+            check_settings({k: v for k, v in settings.items() if k != "model"})  # bad settings: before any work
+        self._scorer, self.settings, self.loads = scorer, settings, 0
+
+    def get(self, device: torch.device | str | None = None) -> FullScorer:
+        """The judge; made on first call, on ``device`` (the trainer's) unless the settings name one."""
+        if self._scorer is None:
+            settings = judge_placement({"progress": False, **self.settings}, device)
+            self._scorer = FullScorer(settings.pop("model", None), **settings)
+            self.loads += 1
+        return self._scorer
+
+
+def summary(result: FullResult, prefix: str = "full") -> dict[str, Any]:
+    """A result as the numbers a trainer logs: mean, its 95% bootstrap interval, how many, signature."""
+    low, high = mean_interval(result.scores)
+    return {prefix: result.mean, f"{prefix}_ci_low": low, f"{prefix}_ci_high": high,
+            f"{prefix}_n": len(result.scores), f"{prefix}_signature": result.signature}
+
+
+def prompt_text(tokenizer: Any, turns: Sequence[str], config: Any, user_first: bool | None = None) -> str:
+    """What the model being trained (``config``: its ``model.config``) reads to answer: its chat
+    template where the tokenizer has one (the last turn the user's; a strict template gets the
+    judge's user-first placeholder, :func:`~full_metric.rendering.chat_messages`), else FULL's
+    rendering of the dialog for its model type (BlenderBot's own format for BlenderBot; ``B:``
+    answers ``A:`` for decoder-only). ``user_first``: the template's answer to
+    :func:`~full_metric.rendering.template_needs_user_first`, when the caller asked it once for
+    many prompts (``None``: asked here)."""
+    if getattr(tokenizer, "chat_template", None):
+        if user_first is None:
+            user_first = template_needs_user_first(tokenizer)
+        messages = chat_messages(turns, "user", user_first)
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    if config.is_encoder_decoder:
+        rendering = default_rendering(config.model_type, getattr(tokenizer, "name_or_path", ""), True)
+        return Renderer(tokenizer, rendering, True).context_text(turns)
+    last = len(turns) - 1
+    return "\n".join([*(f"{'A' if (last - i) % 2 == 0 else 'B'}: {t}" for i, t in enumerate(turns)), "B:"])
+
+
+def prompt_limit(model: Any, tokenizer: Any, max_new_tokens: int) -> int:
+    """The most prompt tokens the model being trained reads: its positions (and its tokenizer's
+    limit), less the new tokens for a decoder-only model."""
+    limit = max_positions(model.config, tokenizer)
+    declared = getattr(tokenizer, "model_max_length", None)
+    if isinstance(declared, int) and 0 < declared < limit:
+        limit = declared
+    if not model.config.is_encoder_decoder:
+        limit -= max_new_tokens
+    if limit < 1:
+        raise UsageError(f"{max_new_tokens} new tokens leave no room for a prompt within the model's {limit + max_new_tokens} "
+                         "positions: lower max_new_tokens")
+    return limit
+
+
+def check_generation_tokenizer(tokenizer: Any) -> None:
+    """A tokenizer the callback can generate with: it has a padding or an end-of-text token."""
+    if tokenizer is None:
+        raise UsageError("the callback needs the trained model's tokenizer: pass tokenizer= or the Trainer's "
+                         "processing_class")
+    if tokenizer.pad_token_id is None and tokenizer.eos_token_id is None:
+        raise UsageError(f"tokenizer {getattr(tokenizer, 'name_or_path', '')!r} has neither a padding nor an "
+                         "end-of-text token: generation cannot pad a batch or stop; set tokenizer.pad_token")
+
+
+def prompt_ids(model: Any, tokenizer: Any, contexts: Sequence[Sequence[str]], max_new_tokens: int) -> list[list[int]]:
+    """Each context's prompt as token ids, cut from the left to :func:`prompt_limit` (the newest
+    turn kept; special tokens the tokenizer adds stay), by the judge's own truncation
+    (:func:`~full_metric.rendering.encode_text`)."""
+    limit = prompt_limit(model, tokenizer, max_new_tokens)
+    special = not getattr(tokenizer, "chat_template", None)  # a chat template writes its own special tokens
+    user_first = template_needs_user_first(tokenizer)  # asked once for all the prompts
+    out = []
+    for context in contexts:
+        text = prompt_text(tokenizer, context, model.config, user_first)
+        ids = list(encode_text(tokenizer, text, limit, special).context_ids)
+        if special and not model.config.is_encoder_decoder:  # a decoder-only prompt ends where the answer starts
+            while len(ids) > 1 and ids[-1] == tokenizer.eos_token_id:
+                ids.pop()
+        out.append(ids)
+    return out
+
+
+@torch.no_grad()
+def generate_responses(
+    model: Any, tokenizer: Any, contexts: Sequence[Sequence[str]], generation_kwargs: dict[str, Any] | None = None,
+    batch_size: int = 8, *, batches: int | None = None, prompts: list[str] | None = None,
+) -> list[str]:
+    """The model's answer to each context (greedy unless ``generation_kwargs`` say otherwise), its
+    first line, stripped; the model's mode (training or eval) is restored afterwards.
+
+    Prompts longer than the model's positions lose their oldest tokens. A batch is padded (on the
+    left for a decoder-only model) with the padding token, or the end-of-text token where there is
+    none; the tokenizer is read, never changed. ``batches``: call ``generate`` this many times
+    (at least as many as the contexts need; the extra calls answer :data:`FILLER_CONTEXT`, discarded),
+    so that every rank of a distributed run calls it equally often. ``prompts``: a list that
+    receives each context's prompt as the model read it (decoded)."""
+    check_generation_tokenizer(tokenizer)
+    encoder_decoder = bool(model.config.is_encoder_decoder)
+    kwargs = {"max_new_tokens": 32, "do_sample": False, **(generation_kwargs or {})}
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    needed = -(-len(contexts) // batch_size)
+    batches = needed if batches is None else batches
+    if batches < needed:
+        raise UsageError(f"{len(contexts)} contexts need {needed} batches of {batch_size}, not {batches}")
+    chunks = [list(contexts[k * batch_size : (k + 1) * batch_size]) or [list(FILLER_CONTEXT)] for k in range(batches)]
+    was_training = model.training
+    model.eval()
+    answers: list[str] = []
+    try:
+        for k, chunk in enumerate(chunks):
+            ids = prompt_ids(model, tokenizer, chunk, kwargs["max_new_tokens"])
+            width = max(len(i) for i in ids)
+            # a decoder-only prompt ends where generation starts: pad on the left; an encoder reads from
+            # the first position: pad on the right
+            side = (lambda row, fill: row + fill) if encoder_decoder else (lambda row, fill: fill + row)
+            rows = [side(i, [pad] * (width - len(i))) for i in ids]
+            mask = [side([1] * len(i), [0] * (width - len(i))) for i in ids]
+            batch = {"input_ids": torch.tensor(rows, device=model.device),
+                     "attention_mask": torch.tensor(mask, device=model.device)}
+            out = model.generate(**batch, pad_token_id=pad, **kwargs)
+            if k >= needed:
+                continue  # a filler batch: called for the other ranks' sake
+            if prompts is not None:
+                prompts.extend(tokenizer.batch_decode(ids))
+            new = out if encoder_decoder else out[:, width:]
+            for text in tokenizer.batch_decode(new, skip_special_tokens=True):
+                line = next((x.strip() for x in text.strip().splitlines() if x.strip()), "")
+                answers.append(line or "...")  # FULL scores a non-empty response; an empty answer is scored as one
+    finally:
+        model.train(was_training)
+    return answers
+
+
+#: What the callback says when it has no trainer to log through (no ``report_to`` integration would
+#: receive ``eval_full``).
+NO_TRAINER = ("FullCallback needs the Trainer to log eval_full through (else no report_to integration receives "
+              "it): create the Trainer first, then FullCallback(..., trainer=trainer).attach(trainer) or "
+              "FullCallback(...).attach(trainer)")
+
+
+class FullCallback(TrainerCallback):
+    """Scores the model being trained with FULL at each evaluation (every ``every``-th).
+
+    It answers the held-out ``contexts`` with the model (greedy, ``generation_kwargs`` to change
+    that; the chat template where the tokenizer has one), scores the answers with the judge and
+    logs ``eval_full`` (the mean), ``eval_full_ci_low`` / ``eval_full_ci_high`` (its 95% interval),
+    ``eval_full_n`` and ``eval_full_signature`` through ``trainer.log``, so every ``report_to``
+    integration (TensorBoard, W&B...) receives them; they are also added to the metrics
+    ``trainer.evaluate()`` returns. A Trainer does not hand itself to its callbacks, so the callback
+    needs it: ``FullCallback(...).attach(trainer)`` (adds it too), or ``trainer=`` with
+    ``trainer.add_callback``. Passed only as ``Trainer(callbacks=[...])``, it refuses to run at
+    the start of training (and at an evaluation) with a message saying so.
+
+    The per-example table (context, the prompt the model read, response, score) of each evaluation
+    is written to ``<output_dir>/full/step-<N>.jsonl``, in the order of ``contexts``. Under
+    ``torchrun`` / ``accelerate launch`` each rank answers and scores an equal share of the contexts
+    (every rank calls ``generate`` equally often), and every rank gets the gathered result in the
+    order of ``contexts`` (rank 0 writes the table).
+
+    Args:
+        contexts: held-out contexts, each a list of turns (or a string with a turn per line).
+        scorer: a :class:`FullScorer` to use as the judge; or, instead, the scorer's settings as
+            keywords (``model=``, ``preset=``, ``dtype=``...), loaded once on first use on the
+            trainer's device (:func:`judge_placement`).
+        trainer: the Trainer to log through (or call :meth:`attach`).
+        tokenizer: the trained model's tokenizer (default: the Trainer's ``processing_class``).
+        generation_kwargs: for ``model.generate`` (default: greedy, 32 new tokens).
+        every: score at the 1st, ``every + 1``-th, ``2 * every + 1``-th... evaluation.
+        batch_size: contexts per ``generate`` call.
+
+    Raises:
+        TypeError, ValueError: no contexts, an empty context, bad settings: at construction.
+    """
+
+    def __init__(
+        self, contexts: Sequence[Any], scorer: FullScorer | None = None, *, trainer: Any = None, tokenizer: Any = None,
+        generation_kwargs: dict[str, Any] | None = None, every: int = 1, batch_size: int = 8, **settings: Any,
+    ):
+        from ..settings import positive_int
+
+        self.contexts = check_contexts(contexts)
+        self.judge = LazyScorer(scorer, **settings)
+        self.tokenizer = tokenizer
+        self.generation_kwargs = dict(generation_kwargs or {})
+        self.every = positive_int(every, "every")
+        self.batch_size = positive_int(batch_size, "batch_size")
+        self.trainer: Any = trainer
+        self.evaluations = 0
+        if tokenizer is not None:
+            check_generation_tokenizer(tokenizer)
+
+    def attach(self, trainer: Any) -> "FullCallback":
+        """Log through ``trainer`` and add the callback to it (unless it is there already); returns itself."""
+        self.trainer = trainer
+        if self not in trainer.callback_handler.callbacks:
+            trainer.add_callback(self)
+        return self
+
+    def _check_trainer(self) -> None:
+        if self.trainer is None:
+            raise UsageError(NO_TRAINER)
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._check_trainer()
+        check_generation_tokenizer(self.tokenizer or kwargs.get("processing_class"))
+
+    def evaluate(self, model: Any, tokenizer: Any, device: Any = None) -> tuple[FullResult, list[dict[str, Any]]]:
+        """Answer this rank's share of the contexts and score the answers; the result gathered from
+        every rank, and its table (context, prompt, response, score), in the order of the contexts."""
+        rank = current_rank()
+        shares = balanced_shares([1] * len(self.contexts), rank.world_size)  # sizes differ by one at most
+        indices = shares[rank.rank]
+        mine = [self.contexts[i] for i in indices]
+        batches = max(-(-len(share) // self.batch_size) for share in shares)
+        prompts: list[str] = []
+        responses = generate_responses(model, tokenizer, mine, self.generation_kwargs, self.batch_size,
+                                       batches=batches, prompts=prompts)
+        result = self.judge.get(device).score(mine, responses)
+        parts = gather_results((indices, result, prompts, responses))
+        merged = merge_in_order([(i, r) for i, r, _, _ in parts])
+        by_index = {i: (p, a) for idx, _, ps, rs in parts for i, p, a in zip(idx, ps, rs)}
+        rows = [{"context": c, "prompt": by_index[k][0], "response": by_index[k][1], "full": s}
+                for k, (c, s) in enumerate(zip(self.contexts, merged.scores))]
+        return merged, rows
+
+    def on_evaluate(self, args: Any, state: Any, control: Any, metrics: dict[str, Any] | None = None,
+                    **kwargs: Any) -> None:
+        self._check_trainer()
+        self.evaluations += 1
+        if (self.evaluations - 1) % self.every:
+            return
+        tokenizer = self.tokenizer or kwargs.get("processing_class")
+        gathered, rows = self.evaluate(kwargs["model"], tokenizer, getattr(args, "device", None))
+        logs = summary(gathered, "eval_full")
+        if metrics is not None:
+            metrics.update(logs)
+        if current_rank().main and getattr(args, "output_dir", None):
+            folder = Path(args.output_dir) / TABLE_FOLDER
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"step-{state.global_step}.jsonl").write_text(
+                "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+        self.trainer.log(dict(logs))
+
+
+def full_compute_metrics(
+    contexts: Sequence[Any], tokenizer: Any, scorer: FullScorer | None = None, **settings: Any
+) -> Callable[[Any], dict[str, Any]]:
+    """``compute_metrics`` for ``Seq2SeqTrainer(..., args=Seq2SeqTrainingArguments(predict_with_generate=True))``:
+    decodes the generated predictions, pairs them with the evaluation set's ``contexts`` (in the
+    same order) and returns ``full`` (the mean), ``full_ci_low`` / ``full_ci_high``, ``full_n`` and
+    ``full_signature`` (the Trainer logs them as ``eval_full``...). ``scorer`` or the scorer's
+    settings as for :class:`FullCallback`."""
+    checked = check_contexts(contexts)
+    judge = LazyScorer(scorer, **settings)
+
+    def compute_metrics(prediction: Any) -> dict[str, Any]:
+        ids = prediction.predictions[0] if isinstance(prediction.predictions, tuple) else prediction.predictions
+        ids = [[t for t in row if t >= 0] for row in getattr(ids, "tolist", lambda: ids)()]  # -100: padding
+        responses = [text.strip() or "..." for text in tokenizer.batch_decode(ids, skip_special_tokens=True)]
+        if len(responses) != len(checked):
+            raise UsageError(f"{len(responses)} predictions but {len(checked)} contexts: give the contexts of the "
+                             "evaluation set, in its order")
+        return summary(judge.get().score(checked, responses))
+
+    return compute_metrics
+
+
+def _messages_text(value: Any, where: str) -> tuple[list[str], bool]:
+    """A prompt or completion as turns: plain text (one turn), or conversational messages (their
+    contents; system messages and empty turns, such as a strict template's user-first placeholder,
+    left out); and whether it held a user turn."""
+    if isinstance(value, str):
+        return [value], True
+    if isinstance(value, Sequence) and all(isinstance(m, dict) and "content" in m for m in value):
+        turns = [str(m["content"]) for m in value if m.get("role") != "system" and str(m["content"]).strip()]
+        return turns, any(m.get("role") == "user" for m in value)
+    raise UsageTypeError(f"{where} must be a string or a list of messages ({{'role': ..., 'content': ...}}), "
+                    f"got {type(value).__name__}")
+
+
+def full_reward(scorer: FullScorer | None = None, **settings: Any) -> Callable[..., list[float]]:
+    """A reward function for TRL (``GRPOTrainer(reward_funcs=[full_reward(...)])``): the FULL score
+    of each completion as the answer to its prompt, unscaled.
+
+    Prompts and completions are plain text or conversational (lists of messages; system messages
+    are left out of the context, the completion's messages are its answer, a prompt needs a user
+    turn). GRPO itself scales rewards among the completions of each prompt, over the completions
+    of all processes (``GRPOConfig(scale_rewards="group")``, its default), so this function does not
+    (a process sees only its own share of a group). The judge is made once, on first call, and
+    shared by every call. ``scorer`` or the scorer's settings as for :class:`FullCallback`.
+    """
+    judge = LazyScorer(scorer, **settings)
+
+    def reward(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float]:
+        if len(prompts) != len(completions):
+            raise UsageError(f"got {len(prompts)} prompts but {len(completions)} completions; they must pair up")
+        contexts, responses = [], []
+        for i, (prompt, completion) in enumerate(zip(prompts, completions)):
+            turns, has_user = _messages_text(prompt, f"prompts[{i}]")
+            if not has_user:
+                raise UsageError(f"prompts[{i}] has no user turn: there is nothing for the completion to answer")
+            answer = " ".join(_messages_text(completion, f"completions[{i}]")[0]).strip()
+            contexts.append(turns)
+            responses.append(answer or "...")
+        return judge.get().score(contexts, responses).scores
+
+    reward.__name__ = "full"  # TRL logs each reward under its function's name
+    reward.judge = judge  # type: ignore[attr-defined]
+    return reward
+
+
+#: Answers counted as generic by :func:`answer_profile` (compared lower-cased, punctuation left out).
+GENERIC_ANSWERS = ("yes", "no", "i don't know", "i dont know", "ok", "okay", "sure", "i see", "me too", "thanks",
+                   "thank you", "yeah", "maybe", "i'm not sure", "haha", "haha ok", "lol", "cool", "nice",
+                   "that's cool", "that's nice", "that's great", "good", "great")
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[\w']+", text.lower())
+
+
+def answer_profile(answers: Sequence[str]) -> dict[str, float]:
+    """What a set of answers looks like: mean length in words, and the share of generic answers
+    (:data:`GENERIC_ANSWERS`), short ones (3 words or fewer) and repetitive ones (3 words or more,
+    half of them the same word): what a reward that can be gamed would push up."""
+    words = [_words(a) for a in answers]
+    n = max(len(answers), 1)
+    generic = {" ".join(_words(g)) for g in GENERIC_ANSWERS}
+    return {
+        "mean_words": sum(map(len, words)) / n,
+        "generic_share": sum(" ".join(w) in generic for w in words) / n,
+        "short_share": sum(len(w) <= 3 for w in words) / n,
+        "repetitive_share": sum(len(w) >= 3 and max(w.count(x) for x in w) * 2 >= len(w) for w in words) / n,
+    }
+
+
+def repetition_reward(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float]:
+    """A guard to give GRPO beside :func:`full_reward`: minus the share of repeated words in each
+    completion (0 for an answer without repeats, near -1 for "window window window...")."""
+    out = []
+    for i, completion in enumerate(completions):
+        words = _words(" ".join(_messages_text(completion, f"completions[{i}]")[0]))
+        out.append(-(1 - len(set(words)) / len(words)) if words else 0.0)
+    return out
