@@ -114,6 +114,7 @@ COVERAGE: dict[str, dict[str, str]] = {
         "--max-pairs": "test_adapt::test_the_command_line_adapts_on_complaints",
         "--margin": "test_adapt::test_the_command_line_adapts_on_complaints",
         "--lm-weight": "test_adapt::test_the_command_line_adapts_on_complaints",
+        "--autocast": "test_adapt::test_the_command_line_adapts_on_complaints",
     },
     "study": {
         "tables": "test_study::test_score_candidates_and_study_commands",
@@ -164,7 +165,7 @@ def test_the_table_covers_every_option_and_names_tests_that_use_them():
 @pytest.mark.parametrize("command", [c for c in _subcommands() if c not in ("study", "adapt")])
 def test_scorer_options_reach_the_scorer(command, monkeypatch, tmp_path):
     """Every scorer option, given to every subcommand that scores, arrives at ``FullScorer``."""
-    from full_metric import cli
+    from full_metric.faces import cli
 
     values = {"--model": "m", "--gguf-file": "g.gguf", "--revision": "r", "--follow-ups": "paper",
               "--positive-follow-ups": "positive", "--aggregation": "mean", "--preset": "paper",

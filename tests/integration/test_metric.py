@@ -13,7 +13,7 @@ import pytest
 
 import full_metric
 from full_metric import PRESETS, FullScorer
-from full_metric import metric as metric_module
+from full_metric.faces import metric as metric_module
 
 from ..helpers import run_together
 

@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from full_metric import PRESETS, FullScorer
-from full_metric import metric as metric_module
+from full_metric.faces import metric as metric_module
 from full_metric.faces.cli import main
 from full_metric.comparison import PairingError, compare_systems, holm, pair_items
 
@@ -237,7 +237,7 @@ def test_comparison_module_by_path_shares_the_metric_model(tiny_blenderbot_path,
 def test_comparison_module_docstring_example_runs(tiny_blenderbot_path, monkeypatch):
     import doctest
 
-    from full_metric import comparison_metric
+    from full_metric.faces import comparison_metric
 
     monkeypatch.chdir(REPO)
     monkeypatch.setitem(PRESETS["paper"], "model", str(tiny_blenderbot_path))  # the default model, for the doctest
