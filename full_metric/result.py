@@ -18,6 +18,67 @@ def follow_up_tag(follow_ups: Sequence[str]) -> str:
     return f"{name}-{len(follow_ups)}-{digest}"
 
 
+#: The signature's fields in order: (key in the string, attribute of :class:`Signature`).
+SIGNATURE_FIELDS = (("full", "version"), ("model", "model"), ("dtype", "dtype"), ("engine", "engine"),
+                    ("render", "rendering"), ("trunc", "truncation"), ("turns", "max_turns"), ("fu", "follow_ups"),
+                    ("pos", "positive_follow_ups"), ("agg", "aggregation"), ("level", "level"))
+
+
+@dataclass(frozen=True)
+class Signature:
+    """Every setting that changes a score, field by field, as sacrebleu's signature: ``str()`` is the
+    signature string (``full:VERSION|model:NAME@REVISION|dtype:...|level:...``), :meth:`parse` reads
+    one back, :meth:`differences` says which fields two signatures do not share. Follow-up lists are
+    their tags (:func:`follow_up_tag`); ``positive_follow_ups`` is empty when there are none (the
+    string then has no ``pos:`` field)."""
+
+    version: str
+    model: str  # NAME@REVISION
+    dtype: str
+    engine: str
+    rendering: str
+    truncation: str
+    max_turns: str
+    follow_ups: str
+    positive_follow_ups: str
+    aggregation: str
+    level: str
+
+    def __str__(self) -> str:
+        return "|".join(f"{key}:{getattr(self, name)}" for key, name in SIGNATURE_FIELDS
+                        if name != "positive_follow_ups" or self.positive_follow_ups)
+
+    @classmethod
+    def parse(cls, text: str) -> Signature:
+        """The fields of a signature string (``ValueError`` naming what is not one)."""
+        names = dict(SIGNATURE_FIELDS)
+        found = {"positive_follow_ups": ""}
+        for part in str(text).split("|"):
+            key, colon, value = part.partition(":")
+            if not colon or key not in names:
+                raise ValueError(f"not a FULL signature: {text!r} (field {part!r})")
+            found[names[key]] = value
+        missing = [key for key, name in SIGNATURE_FIELDS if name not in found]
+        if missing:
+            raise ValueError(f"not a FULL signature: {text!r} (no {', '.join(missing)} field)")
+        return cls(**found)
+
+    def differences(self, other: Signature | str) -> list[str]:
+        """``key: this vs other`` for each field the two do not share (empty: the same settings)."""
+        other = other if isinstance(other, Signature) else Signature.parse(other)
+        return [f"{key}: {getattr(self, name) or '(none)'} vs {getattr(other, name) or '(none)'}"
+                for key, name in SIGNATURE_FIELDS if getattr(self, name) != getattr(other, name)]
+
+
+def signature_differences(first: str | None, second: str | None) -> str:
+    """Which settings two signature strings differ in, for an error message (the whole strings
+    when either is not a FULL signature)."""
+    try:
+        return "; ".join(Signature.parse(str(first)).differences(str(second)))
+    except ValueError:
+        return f"{first!r} vs {second!r}"
+
+
 def make_signature(
     *,
     model: str,
@@ -32,21 +93,13 @@ def make_signature(
     level: str,
     positive_follow_ups: Sequence[str] = (),
 ) -> str:
-    """A sacrebleu-style signature of every setting that changes a score."""
-    parts = [
-        f"full:{__version__}",
-        f"model:{model}@{revision}",
-        f"dtype:{dtype}",
-        f"engine:{engine}",
-        f"render:{rendering}",
-        f"trunc:{truncation}",
-        f"turns:{max_turns}",
-        f"fu:{follow_up_tag(follow_ups)}",
-        *([f"pos:{follow_up_tag(positive_follow_ups)}"] if positive_follow_ups else []),
-        f"agg:{aggregation}",
-        f"level:{level}",
-    ]
-    return "|".join(parts)
+    """A sacrebleu-style signature of every setting that changes a score (:class:`Signature`'s string)."""
+    return str(Signature(
+        version=__version__, model=f"{model}@{revision}", dtype=dtype, engine=engine, rendering=rendering,
+        truncation=truncation, max_turns=str(max_turns), follow_ups=follow_up_tag(follow_ups),
+        positive_follow_ups=follow_up_tag(positive_follow_ups) if positive_follow_ups else "",
+        aggregation=aggregation, level=level,
+    ))
 
 
 @dataclass

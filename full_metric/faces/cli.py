@@ -14,6 +14,7 @@ from typing import Any, Sequence
 from ..files.dialog_files import DialogFileError, read_dialog_lines, read_follow_ups, refuse_overwriting_input, scored_records
 from ..errors import UsageError
 from ..follow_ups import NAMED_SETS
+from ..result import signature_differences
 from ..settings import LOAD_SETTINGS
 from ..research.commands import COMMANDS as RESEARCH_COMMANDS
 from ..version import __version__
@@ -165,7 +166,9 @@ def _scored(path: str, records: list[dict[str, Any]], scorer: Any) -> tuple[list
                                                          [r["response"] for r in records] if turn_level else None))
     signatures = {r.get("signature") for r in records}
     if len(signatures) > 1:
-        raise DialogFileError(f"{path}: its records were scored with different settings: {sorted(map(str, signatures))}")
+        first, second = sorted(map(str, signatures))[:2]
+        raise DialogFileError(f"{path}: its records were scored with different settings: "
+                              f"{signature_differences(first, second)}")
     return records, signatures.pop()
 
 
@@ -202,8 +205,9 @@ def _compare(args: argparse.Namespace) -> int:
     done = [(path, name, *_scored(path, records, scorer)) for path, name, _, records in systems]
     signatures = {str(sig) for *_, sig in done}
     if len(signatures) > 1:
-        raise DialogFileError("the files were scored with different settings, their scores do not compare: "
-                              + "; ".join(f"{path} ({name}): {sig}" for path, name, _, sig in done))
+        (first_path, _, _, first), (path, _, _, sig) = done[0], next(d for d in done if str(d[3]) != str(done[0][3]))
+        raise DialogFileError(f"the files were scored with different settings, their scores do not compare: {path} "
+                              f"against {first_path}: {signature_differences(first, sig)}")
     scores = {name: [r["full"] for r in records] for _, name, records, _ in done}
     if order is not None:
         scores = {name: [values[k] for k in order[name]] for name, values in scores.items()}

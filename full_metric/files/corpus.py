@@ -32,6 +32,7 @@ from tqdm.auto import tqdm
 from .dialog_files import (
     ROW_SUFFIXES, DialogFileError, check_row, read_rows, refuse_overwriting_input, scored_records,
 )
+from ..result import signature_differences
 from .distributed import Rank, balanced_shares, barrier, setup
 
 logger = logging.getLogger(__name__)
@@ -179,9 +180,11 @@ def _prepare(output: Path, source: Source, run: dict[str, Any], resume: bool) ->
         earlier = json.loads(run_file.read_text(encoding="utf-8"))
         for key, what in (("fingerprint", "input"), ("items", "input"), ("signature", "settings")):
             if earlier.get(key) != run[key]:
+                differ = (signature_differences(earlier.get(key), run[key]) if key == "signature"
+                          else f"{key} {earlier.get(key)!r}, this run's {run[key]!r}")
                 raise DialogFileError(
-                    f"--resume: {parts} belongs to another {what} ({key} {earlier.get(key)!r}, this run's "
-                    f"{run[key]!r}); nothing was changed: remove it, or write to another output")
+                    f"--resume: {parts} belongs to another {what} ({differ}); nothing was changed: remove it, "
+                    "or write to another output")
         for part in parts.glob("part-*.jsonl"):
             _repair(part)
         return True

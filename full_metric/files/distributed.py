@@ -14,6 +14,7 @@ from typing import Any, Sequence
 import torch
 
 from ..errors import UsageError
+from ..result import signature_differences
 
 logger = logging.getLogger(__name__)
 
@@ -114,8 +115,10 @@ def merge_results(results: Sequence[Any], order: Sequence[int] | None = None) ->
     from dataclasses import replace
 
     first = results[0]
-    if any(r.signature != first.signature for r in results):
-        raise UsageError("results made with different settings (signatures) cannot be merged")
+    other = next((r for r in results if r.signature != first.signature), None)
+    if other is not None:
+        raise UsageError("results made with different settings cannot be merged: "
+                         + signature_differences(first.signature, other.signature))
 
     def join(values: list[Any]) -> list[Any]:
         return values if order is None else [values[k] for k in order]

@@ -219,7 +219,7 @@ def test_resume_refuses_an_output_of_other_settings_or_input(tiny_blenderbot_pat
     _kill_partway([sys.executable, "-m", "full_metric", *args], parts, 16)
     before = {p.name: p.read_bytes() for p in parts.iterdir()}
     assert main([*args, "--resume", "--aggregation", "mean"]) == 2
-    assert "belongs to another settings" in capsys.readouterr().err
+    assert "belongs to another settings (agg: sum vs mean)" in capsys.readouterr().err  # the field that differs
     other = _write_jsonl(tmp_path / "other.jsonl", _rows(301))
     assert main(["score", str(other), "-o", str(out), "--resume", *_options(tiny_blenderbot_path)]) == 2
     assert "belongs to another input" in capsys.readouterr().err
@@ -304,7 +304,7 @@ def test_merge_results_refuses_other_settings(scorer):
     a = scorer.score([["Hi!"]], ["Hello."])
     b = scorer.score([["Hi!"]], ["Hello."], aggregation="mean")
     assert merge_results([a, a]).scores == a.scores * 2
-    with pytest.raises(ValueError, match="different settings"):
+    with pytest.raises(ValueError, match="different settings cannot be merged: agg: sum vs mean$"):
         merge_results([a, b])
 
 

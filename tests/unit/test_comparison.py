@@ -206,7 +206,8 @@ def test_compare_reads_scored_files_and_refuses_what_does_not_compare(tiny_blend
     other = tmp_path / "other.scored.jsonl"
     assert main(["score", b, "-o", str(other), "--aggregation", "mean", *_options(tiny_blenderbot_path)]) == 0
     assert main(["compare", str(scored_a), str(other)]) == 2
-    assert "scored with different settings" in capsys.readouterr().err
+    assert f"scored with different settings, their scores do not compare: {other} against {scored_a}: agg: sum vs mean" \
+        in capsys.readouterr().err
 
 
 # -- the evaluate comparison module -----------------------------------------------------------
