@@ -106,7 +106,7 @@ class FULLComparison(FullSettings, evaluate.Comparison):
                 **kwargs: Any) -> dict[str, Any] | None:
         """Check and normalise the examples (before anything is stored), then score and compare."""
         strip = kwargs.pop("strip_speaker_prefixes", None)
-        self.check_call_options(kwargs)
+        self.check_call_options(kwargs, own=("method", "resamples", "seed"))
         if predictions1 is not None or predictions2 is not None or references is not None:
             predictions1, predictions2, references = self._prepare(predictions1, predictions2, references, strip)
             kwargs.update(predictions1=predictions1, predictions2=predictions2, references=references)

@@ -150,10 +150,11 @@ class FullSettings:
         return self._scorer
 
     @staticmethod
-    def check_call_options(kwargs: dict[str, Any]) -> None:
+    def check_call_options(kwargs: dict[str, Any], own: Sequence[str] = ()) -> None:
         """Check a call's options (:data:`full_metric.settings.CALL_OPTIONS`) before anything is
-        stored; their follow-ups against each other when the scorer is built."""
-        check_known({k: v for k, v in kwargs.items() if k in {s.name for s in CALL_OPTIONS}}, CALL_OPTIONS, "option")
+        stored: an unknown name is refused, naming it (``own``: the module's own options, which it
+        checks itself); the follow-ups against each other when the scorer scores."""
+        check_known({k: v for k, v in kwargs.items() if k not in own}, CALL_OPTIONS, "option")
 
     def contexts(self, references: Any, strip: bool) -> list[Any]:
         """Turn-level contexts as lists of turns (strings split, labels stripped on request)."""
@@ -236,8 +237,8 @@ class FULL(FullSettings, evaluate.Metric):
         return super().compute(predictions=predictions, references=references, **kwargs)
 
     def _compute(self, predictions: list[Any], references: list[list[str]] | None = None, **options: Any) -> dict[str, Any]:
-        """Score with the call's options (:data:`full_metric.settings.CALL_OPTIONS`: checked by
-        :meth:`compute` before anything is stored, and by the scorer)."""
+        """Score with the call's options (:data:`full_metric.settings.CALL_OPTIONS`, checked by
+        :meth:`compute` before anything is stored)."""
         if self.dialog_level:
             result = self.scorer.score(predictions, None, **options)
         else:

@@ -293,23 +293,9 @@ def adapt(
             ``gguf`` package, a model that cannot be trained.
     """
     output = Path(output)
-    if output.exists():
-        raise AdaptError(f"{output} exists; give a new folder for the adapted judge")
-    if method not in METHODS:
-        raise AdaptError(f"unknown method {method!r}; choose one of {METHODS}")
-    if objective not in OBJECTIVES:
-        raise AdaptError(f"unknown objective {objective!r}; choose one of {OBJECTIVES}")
-    if autocast not in AUTOCASTS:
-        raise AdaptError(f"unknown autocast {autocast!r}; choose one of {AUTOCASTS}")
+    _check_request(model, output, gguf_file, method, objective, autocast, held_out)
     autocast_name = autocast
     mix = complaints.check_mix(corruption_mix or complaints.DEFAULT_MIX) if objective == "complaints" else {}
-    if not 0 < held_out < 1:
-        raise AdaptError(f"held_out must be a fraction between 0 and 1, got {held_out!r}")
-    named_gguf = gguf_file is not None or (isinstance(model, str) and model.lower().endswith(".gguf"))
-    if named_gguf and importlib.util.find_spec("gguf") is None:
-        raise AdaptError("a GGUF judge needs the gguf package to be dequantized: pip install 'full-metric[gguf]'")
-    if method == "lora" and importlib.util.find_spec("peft") is None:
-        raise AdaptError("LoRA needs peft: pip install 'full-metric[adapt]' (or method='full')")
     dialogs = read_dialogs(sources)
     if not dialogs:
         raise AdaptError(f"no usable dialog in {list(sources)}: each needs at least two non-empty turns")
@@ -328,18 +314,7 @@ def adapt(
     pairs: list[complaints.Pair] = []
     held_pairs: list[complaints.Pair] = []
     if objective == "complaints":
-        try:
-            complaints.check_trainable(scorer.aggregation, len(scorer.positive_follow_ups))
-        except UsageError as error:
-            raise AdaptError(str(error)) from None
-        if max_pairs < batch_size:
-            raise AdaptError(f"the budget of {max_pairs} pairs is smaller than one batch ({batch_size} pairs); "
-                             "raise --max-pairs or lower --batch-size")
-        pairs = complaints.make_pairs(dialogs[n_held : n_held + 2 * max_pairs], rng, mix)[:max_pairs]
-        held_pairs = complaints.make_pairs(dialogs[:n_held], random.Random(seed + 1), mix)
-        if len(pairs) < batch_size or not held_pairs:
-            raise AdaptError(f"{len(pairs)} training pair(s) and {len(held_pairs)} held-out pair(s): too few dialogs "
-                             "to train on FULL's question")
+        pairs, held_pairs = _complaint_pairs(scorer, dialogs, n_held, rng, seed, mix, max_pairs, batch_size)
         train_examples = [_example(scorer, [*p.context, p.real], len(p.context), max_length) for p in pairs]
         tokens = sum(len(i) + (len(t) if scorer.loaded.is_encoder_decoder else 0) for i, t in train_examples)
     else:
@@ -350,80 +325,62 @@ def adapt(
     if objective == "dialogs" and first > max_tokens:
         raise AdaptError(f"the budget of {max_tokens} tokens is smaller than one batch ({first} tokens in "
                          f"{len(train_examples[:batch_size])} examples); raise --max-tokens or lower --batch-size")
-    on = scorer.model.device.type
-    autocast = _autocast(autocast_name, on)
-    judge = scorer.model
-    judge.train()
-    if method == "lora":
-        from peft import LoraConfig, get_peft_model
-
-        task = "SEQ_2_SEQ_LM" if scorer.loaded.is_encoder_decoder else "CAUSAL_LM"
-        judge = get_peft_model(judge, LoraConfig(r=lora_rank, lora_alpha=2 * lora_rank, lora_dropout=0.05,
-                                                 target_modules="all-linear", task_type=task))
+    autocast = _autocast(autocast_name, scorer.model.device.type)
+    scorer.model.train()
+    judge = _with_lora(scorer.model, lora_rank, scorer.loaded.is_encoder_decoder) if method == "lora" else scorer.model
     _check_trainable(judge, name, batches[0], autocast)
     before = _loss(judge, held_batches, autocast)
     rate = DEFAULT_LEARNING_RATE[method] if learning_rate is None else learning_rate
-    optimizer = torch.optim.AdamW([p for p in judge.parameters() if p.requires_grad], lr=rate)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / 10))
     started = time.perf_counter()
-    partial = output.parent / f".{output.name}.partial"
     max_context = max_length if objective == "complaints" else None
     accuracy_before = (complaints.pair_accuracy(scorer, judge, held_pairs, max_context, batch_size)
                        if objective == "complaints" else None)
-    try:
-        if objective == "complaints":
-            with tqdm(total=len(pairs), disable=not progress, desc="adapting (complaints)", unit="pair") as bar:
-                for start, batch in zip(range(0, len(pairs), batch_size), batches):
-                    chunk = pairs[start : start + batch_size]
-                    with torch.autocast(on, dtype=autocast, enabled=autocast is not None):
-                        loss = complaints.pair_loss(complaints.pair_margins(scorer, judge, chunk, max_context), margin)
-                        if lm_weight:
-                            loss = loss + lm_weight * judge(**{k: v.to(judge.device) for k, v in batch.items()}).loss
-                    _step(judge, loss, optimizer, schedule)
-                    bar.update(len(chunk))
-                    bar.set_postfix(loss=f"{float(loss.detach()):.3f}")
-        else:
-            for batch in tqdm(batches, disable=not progress, desc="adapting", unit="batch"):
-                with torch.autocast(on, dtype=autocast, enabled=autocast is not None):
-                    loss = judge(**{k: v.to(judge.device) for k, v in batch.items()}).loss
-                _step(judge, loss, optimizer, schedule)
-        after = _loss(judge, held_batches, autocast)
-        accuracy_after = (complaints.pair_accuracy(scorer, judge, held_pairs, max_context, batch_size)
-                          if objective == "complaints" else None)
-        merged = judge.merge_and_unload() if method == "lora" else judge
-        merged.eval()
-        if getattr(merged, "hf_quantizer", None) is not None:  # a GGUF judge, de-quantized at load: plain weights now
-            merged.hf_quantizer = None
-            if getattr(merged.config, "quantization_config", None) is not None:
-                del merged.config.quantization_config
-        record = Adaptation(
-            base_model=name, base_revision=scorer.loaded.revision, sources=[Path(s).name for s in sources],
-            dialogs=len(dialogs), training_examples=len(train_examples), training_tokens=tokens,
-            held_out_examples=sum(len(b["input_ids"]) for b in held_batches), held_out_loss_before=before,
-            held_out_loss_after=after, method=method, rendering=scorer.rendering, preset=scorer.preset,
-            max_tokens=max_tokens, batch_size=batch_size, max_length=max_length, learning_rate=rate,
-            lora_rank=lora_rank if method == "lora" else 0, seed=seed,
-            autocast=str(autocast).removeprefix("torch.") if autocast else "none", steps=len(batches),
-            seconds=time.perf_counter() - started, full_metric=__version__,
-        )
-        if objective == "complaints":
-            record.objective, record.pairs, record.held_out_pairs = objective, len(pairs), len(held_pairs)
-            record.held_out_pair_accuracy_before, record.held_out_pair_accuracy_after = accuracy_before, accuracy_after
-            record.margin, record.lm_weight, record.corruption_mix = margin, lm_weight, mix
-        skip = ("seconds", "digest", "held_out_pair_accuracy_before", "held_out_pair_accuracy_after",
-                *(COMPLAINT_FIELDS if objective == "dialogs" else ()))
-        settings = {k: v for k, v in asdict(record).items() if k not in skip}
-        record.digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
-        shutil.rmtree(partial, ignore_errors=True)
-        merged.save_pretrained(partial)
-        scorer.tokenizer.save_pretrained(partial)
-        (partial / ADAPTATION_FILE).write_text(json.dumps(asdict(record), indent=2), encoding="utf-8")
-        (partial / "README.md").write_text(card(record), encoding="utf-8")
-        partial.rename(output)
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
+    if objective == "complaints":
+        _train_on_pairs(scorer, judge, pairs, batches, rate, autocast, max_context, margin, lm_weight, progress)
+    else:
+        _train_on_dialogs(judge, batches, rate, autocast, progress)
+    after = _loss(judge, held_batches, autocast)
+    accuracy_after = (complaints.pair_accuracy(scorer, judge, held_pairs, max_context, batch_size)
+                      if objective == "complaints" else None)
+    record = Adaptation(
+        base_model=name, base_revision=scorer.loaded.revision, sources=[Path(s).name for s in sources],
+        dialogs=len(dialogs), training_examples=len(train_examples), training_tokens=tokens,
+        held_out_examples=sum(len(b["input_ids"]) for b in held_batches), held_out_loss_before=before,
+        held_out_loss_after=after, method=method, rendering=scorer.rendering, preset=scorer.preset,
+        max_tokens=max_tokens, batch_size=batch_size, max_length=max_length, learning_rate=rate,
+        lora_rank=lora_rank if method == "lora" else 0, seed=seed,
+        autocast=str(autocast).removeprefix("torch.") if autocast else "none", steps=len(batches),
+        seconds=time.perf_counter() - started, full_metric=__version__,
+    )
+    if objective == "complaints":
+        record.objective, record.pairs, record.held_out_pairs = objective, len(pairs), len(held_pairs)
+        record.held_out_pair_accuracy_before, record.held_out_pair_accuracy_after = accuracy_before, accuracy_after
+        record.margin, record.lm_weight, record.corruption_mix = margin, lm_weight, mix
+    record.digest = _digest(record)
+    _write_judge(_plain_weights(judge.merge_and_unload() if method == "lora" else judge), scorer.tokenizer, record,
+                 output)
     logger.info("adapted %s: held-out loss %.4f -> %.4f; written to %s", name, before, after, output)
     return record
+
+
+def _check_request(model: Any, output: Path, gguf_file: str | None, method: str, objective: str, autocast: str,
+                   held_out: float) -> None:
+    """The refusals that need neither the dialogs nor the model."""
+    if output.exists():
+        raise AdaptError(f"{output} exists; give a new folder for the adapted judge")
+    if method not in METHODS:
+        raise AdaptError(f"unknown method {method!r}; choose one of {METHODS}")
+    if objective not in OBJECTIVES:
+        raise AdaptError(f"unknown objective {objective!r}; choose one of {OBJECTIVES}")
+    if autocast not in AUTOCASTS:
+        raise AdaptError(f"unknown autocast {autocast!r}; choose one of {AUTOCASTS}")
+    if not 0 < held_out < 1:
+        raise AdaptError(f"held_out must be a fraction between 0 and 1, got {held_out!r}")
+    named_gguf = gguf_file is not None or (isinstance(model, str) and model.lower().endswith(".gguf"))
+    if named_gguf and importlib.util.find_spec("gguf") is None:
+        raise AdaptError("a GGUF judge needs the gguf package to be dequantized: pip install 'full-metric[gguf]'")
+    if method == "lora" and importlib.util.find_spec("peft") is None:
+        raise AdaptError("LoRA needs peft: pip install 'full-metric[adapt]' (or method='full')")
 
 
 def _autocast(name: str, device_type: str) -> torch.dtype | None:
@@ -431,6 +388,104 @@ def _autocast(name: str, device_type: str) -> torch.dtype | None:
     if name == "none" or (name == "auto" and device_type == "cpu" and native_bf16() is None):
         return None
     return torch.bfloat16
+
+
+def _complaint_pairs(scorer: FullScorer, dialogs: list[list[str]], n_held: int, rng: random.Random, seed: int,
+                     mix: dict[str, float], max_pairs: int, batch_size: int,
+                     ) -> tuple[list[complaints.Pair], list[complaints.Pair]]:
+    """The training pairs (from the dialogs after the held-out ones, at most ``max_pairs``) and the
+    held-out pairs, refused when the scorer's aggregation cannot be trained or they are too few."""
+    try:
+        complaints.check_trainable(scorer.aggregation, len(scorer.positive_follow_ups))
+    except UsageError as error:
+        raise AdaptError(str(error)) from None
+    if max_pairs < batch_size:
+        raise AdaptError(f"the budget of {max_pairs} pairs is smaller than one batch ({batch_size} pairs); "
+                         "raise --max-pairs or lower --batch-size")
+    pairs = complaints.make_pairs(dialogs[n_held : n_held + 2 * max_pairs], rng, mix)[:max_pairs]
+    held_pairs = complaints.make_pairs(dialogs[:n_held], random.Random(seed + 1), mix)
+    if len(pairs) < batch_size or not held_pairs:
+        raise AdaptError(f"{len(pairs)} training pair(s) and {len(held_pairs)} held-out pair(s): too few dialogs "
+                         "to train on FULL's question")
+    return pairs, held_pairs
+
+
+def _with_lora(model: Any, rank: int, encoder_decoder: bool) -> Any:
+    """The model wrapped with LoRA adapters (``peft``) on all its linear layers."""
+    from peft import LoraConfig, get_peft_model
+
+    task = "SEQ_2_SEQ_LM" if encoder_decoder else "CAUSAL_LM"
+    return get_peft_model(model, LoraConfig(r=rank, lora_alpha=2 * rank, lora_dropout=0.05,
+                                            target_modules="all-linear", task_type=task))
+
+
+def _optimizer(judge: Any, rate: float) -> tuple[Any, Any]:
+    """AdamW over the trainable parameters, with a 10-step linear warm-up."""
+    optimizer = torch.optim.AdamW([p for p in judge.parameters() if p.requires_grad], lr=rate)
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / 10))
+
+
+def _train_on_dialogs(judge: Any, batches: list[dict[str, torch.Tensor]], rate: float, autocast: torch.dtype | None,
+                      progress: bool) -> None:
+    """The ``dialogs`` objective: one pass of the language-modelling loss over the batches."""
+    optimizer, schedule = _optimizer(judge, rate)
+    for batch in tqdm(batches, disable=not progress, desc="adapting", unit="batch"):
+        with torch.autocast(judge.device.type, dtype=autocast, enabled=autocast is not None):
+            loss = judge(**{k: v.to(judge.device) for k, v in batch.items()}).loss
+        _step(judge, loss, optimizer, schedule)
+
+
+def _train_on_pairs(scorer: FullScorer, judge: Any, pairs: list[complaints.Pair],
+                    batches: list[dict[str, torch.Tensor]], rate: float, autocast: torch.dtype | None,
+                    max_context: int | None, margin: float, lm_weight: float, progress: bool) -> None:
+    """The ``complaints`` objective: one pass over the pairs, the pairwise loss plus ``lm_weight``
+    times the language-modelling loss of each pair's real dialog (``batches``, in pair order)."""
+    optimizer, schedule = _optimizer(judge, rate)
+    size = len(batches[0]["input_ids"])
+    with tqdm(total=len(pairs), disable=not progress, desc="adapting (complaints)", unit="pair") as bar:
+        for start, batch in zip(range(0, len(pairs), size), batches):
+            chunk = pairs[start : start + size]
+            with torch.autocast(judge.device.type, dtype=autocast, enabled=autocast is not None):
+                loss = complaints.pair_loss(complaints.pair_margins(scorer, judge, chunk, max_context), margin)
+                if lm_weight:
+                    loss = loss + lm_weight * judge(**{k: v.to(judge.device) for k, v in batch.items()}).loss
+            _step(judge, loss, optimizer, schedule)
+            bar.update(len(chunk))
+            bar.set_postfix(loss=f"{float(loss.detach()):.3f}")
+
+
+def _plain_weights(model: Any) -> Any:
+    """The trained model in eval mode, as plain weights (a GGUF judge was de-quantized at load)."""
+    model.eval()
+    if getattr(model, "hf_quantizer", None) is not None:
+        model.hf_quantizer = None
+        if getattr(model.config, "quantization_config", None) is not None:
+            del model.config.quantization_config
+    return model
+
+
+def _digest(record: Adaptation) -> str:
+    """The digest of every setting of the adaptation (not its timing or its measured accuracy; the
+    ``complaints`` fields only for that objective), which FULL's signature carries as ``+adapted:``."""
+    skip = ("seconds", "digest", "held_out_pair_accuracy_before", "held_out_pair_accuracy_after",
+            *(COMPLAINT_FIELDS if record.objective == "dialogs" else ()))
+    settings = {k: v for k, v in asdict(record).items() if k not in skip}
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _write_judge(model: Any, tokenizer: Any, record: Adaptation, output: Path) -> None:
+    """Weights, tokenizer, ``adaptation.json`` and card, written under a temporary name and renamed:
+    an interrupted or failed write leaves no judge folder and no temporary one."""
+    partial = output.parent / f".{output.name}.partial"
+    try:
+        shutil.rmtree(partial, ignore_errors=True)
+        model.save_pretrained(partial)
+        tokenizer.save_pretrained(partial)
+        (partial / ADAPTATION_FILE).write_text(json.dumps(asdict(record), indent=2), encoding="utf-8")
+        (partial / "README.md").write_text(card(record), encoding="utf-8")
+        partial.rename(output)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
 
 
 def _step(judge: Any, loss: torch.Tensor, optimizer: Any, schedule: Any) -> None:

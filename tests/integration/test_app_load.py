@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from full_metric import FullScorer
-from full_metric.faces.webapp import CUSTOM, TemporaryFiles
+from full_metric.faces.app_data import CUSTOM, TemporaryFiles
 
 from ..app_server import running_app
 

@@ -323,9 +323,9 @@ def test_one_reader_one_check_one_writer():
     """The corpus, the command line and the app read rows, check them and write scored records
     through the one file layer (before: two readers, three checks, three writers)."""
     package = REPO / "full_metric"
-    for face, uses in {"corpus.py": ("read_rows(", "check_row(", "scored_records("),
-                       "webapp.py": ("table_rows(", "check_row(", "scored_records("),
-                       "cli.py": ("read_dialog_lines(", "scored_records(")}.items():
+    for face, uses in {"files/corpus.py": ("read_rows(", "check_row(", "scored_records("),
+                       "faces/app_data.py": ("table_rows(", "check_row(", "scored_records("),
+                       "faces/cli.py": ("read_dialog_lines(", "scored_records(")}.items():
         text = (package / face).read_text(encoding="utf-8")
         assert all(u in text for u in uses), face
         assert "csv.DictReader" not in text and "def _json_lines" not in text and "def _check_row" not in text, face

@@ -188,7 +188,7 @@ def test_the_cli_and_the_app_use_the_one_preset_decision():
     from pathlib import Path
 
     package = Path(__file__).resolve().parents[2] / "full_metric"
-    for face in ("cli.py", "webapp.py"):
+    for face in ("faces/cli.py", "faces/webapp.py"):
         text = (package / face).read_text(encoding="utf-8")
         assert "fitting_presets(" in text and "preset_fits" not in text, face
 

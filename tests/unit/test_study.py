@@ -207,7 +207,7 @@ def test_study_presets_everywhere(chat_llama_folder):
     from full_metric import PRESETS
     from full_metric.faces.metric import FULL
     from full_metric.study_presets import STUDY_PRESETS
-    from full_metric.faces.webapp import PRESET_CHOICE, choose_settings
+    from full_metric.faces.app_data import PRESET_CHOICE, choose_settings
 
     contexts, responses = [["Hi!", "How was your weekend?"], ["I adopted a puppy!"]], ["Great, I went hiking.", "Tires."]
     for name, preset in STUDY_PRESETS.items():

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from full_metric import NAMED_SETS, PAPER_FIVE, FullScorer
-from full_metric.faces.webapp import (
-    CUSTOM, PRESET_CHOICE, InputError, Limits, choose_follow_ups, choose_settings, parse_candidates, parse_dialog, rank, read_upload,
-    score_in_chunks, score_rows, summarize, write_scored,
+from full_metric.faces.app_data import (
+    CUSTOM, PRESET_CHOICE, InputError, Limits, choose_follow_ups, choose_settings, parse_candidates, parse_dialog, rank,
+    read_upload, score_in_chunks, score_rows, summarize, write_scored,
 )
 
 SMALL = Limits(turns=3, characters=200, candidates=2, rows=2, upload_bytes=500)
