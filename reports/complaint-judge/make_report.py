@@ -68,12 +68,16 @@ def main(data_folder: str = "../shared/data") -> None:
                      for key in RECOMMEND_IF)
         worse = [f"{r['data_set']} {r['level']} {r['measure']}" for r in paired
                  if (r["ci_low"] > 0 if r["measure"] in LOWER_IS_BETTER else r["ci_high"] < 0)]
+        gains = [f"{r['data_set']} {r['level']} {r['measure']}" for r in paired
+                 if (r["ci_high"] < 0 if r["measure"] in LOWER_IS_BETTER else r["ci_low"] > 0)]
         verdicts.append(f"- {label}: " + ("better than the base on FED turn level and on both USR sets within context, "
                                           "intervals above zero" if better else
                                           "not better than the base on all of FED turn level and USR within context "
                                           "(some interval reaches zero or below)")
                         + (f"; worse beyond its interval on: {', '.join(worse)}" if worse else
-                           "; worse beyond its interval on no measure"))
+                           "; worse beyond its interval on no measure")
+                        + (f"; better beyond its interval on: {', '.join(gains)}" if gains else
+                           "; better beyond its interval on no measure"))
     text = f"""# A judge that hears complaints: SmolLM2-135M-Instruct trained on FULL's own question
 
 Made by `bash reports/complaint-judge/reproduce.sh` (its steps: `full-metric adapt chitchat ...` with the
