@@ -73,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     score = commands.add_parser("score", help="score the dialogs of a file or Hub dataset (streamed, resumable, "
                                 "sharded under torchrun / accelerate launch)")
-    score.add_argument("input", nargs="?", help='JSON Lines, CSV or Parquet rows: {"context": [turns...] or "one turn '
+    score.add_argument("input", nargs="?", help='JSON Lines, JSON array, CSV or Parquet rows: {"context": [turns...] or "one turn '
                        'per line", "response": "..."} (no response: dialog level)')
     score.add_argument("-o", "--output", required=True,
                        help="JSON Lines (.jsonl) or Parquet (.parquet): the input's columns plus the score "

@@ -1,7 +1,7 @@
 """Scoring corpora of any size (``full-metric score``): streamed, resumable, sharded.
 
-The input (JSON Lines, CSV, Parquet or a Hub dataset) is read twice as a stream: once to check
-every row (errors name the row, before any model work) and to note each row's length, then in
+The input (JSON Lines, a JSON array, CSV, Parquet or a Hub dataset) is read twice as a stream:
+once to check every row (errors name the row, before any model work) and to note each row's length, then in
 chunks for scoring. Each rank of ``torch.distributed`` (one process, or ``torchrun`` /
 ``accelerate launch`` on one or several machines) scores its share, balanced by length, and
 appends each scored chunk to its own part file in ``OUTPUT.parts/`` (flushed to disk: a killed run
@@ -9,9 +9,9 @@ loses at most the chunk in flight). When every rank is done, rank 0 writes the o
 order (JSON Lines or Parquet, by extension) and removes the parts. ``--resume`` keeps the parts
 of a killed run whose input and settings match, and scores only what they lack.
 
-JSON Lines and CSV are read line by line by the one row reader of :mod:`full_metric.files.dialog_files`,
-so that an error names its line (the ``datasets`` readers report a malformed line without its
-number); Parquet files and Hub datasets are read with ``datasets`` in streaming mode.
+Every source is read by the one reader, :func:`full_metric.files.dialog_files.open_rows`: JSON Lines
+and CSV line by line, so that an error names its line (the ``datasets`` readers report a malformed
+line without its number); Parquet files and Hub datasets with ``datasets`` in streaming mode.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterator
 from tqdm.auto import tqdm
 
 from .dialog_files import (
-    ROW_SUFFIXES, DialogFileError, check_row, read_rows, refuse_overwriting_input, scored_records,
+    HUB_PREFIX, SOURCE_SUFFIXES, DialogFileError, check_row, open_rows, refuse_overwriting_input, scored_records,
 )
 from ..result import signature_differences
 from .distributed import Rank, balanced_shares, barrier, setup
@@ -39,7 +39,6 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_CHUNK_SIZE = 256
 RUN_FILE = "run.json"
-INPUT_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
 OUTPUT_SUFFIXES = (".jsonl", ".parquet")
 
 
@@ -60,8 +59,8 @@ class Source:
         if (self.path is None) == (self.dataset is None):
             raise DialogFileError("give an input file or --dataset NAME (one of them)")
         if self.path is not None:
-            if Path(self.path).suffix.lower() not in INPUT_SUFFIXES:
-                raise DialogFileError(f"{self.path}: expected one of {', '.join(INPUT_SUFFIXES)}")
+            if Path(self.path).suffix.lower() not in SOURCE_SUFFIXES:
+                raise DialogFileError(f"{self.path}: expected one of {', '.join(SOURCE_SUFFIXES)}")
             if not Path(self.path).is_file():
                 raise DialogFileError(f"{self.path}: no such file")
 
@@ -69,38 +68,15 @@ class Source:
     def name(self) -> str:
         return self.path if self.path is not None else f"{self.dataset}[{self.split}]"
 
-    def raw_rows(self) -> Iterator[tuple[str, dict[str, Any]]]:
-        """(where, row) for every row, streamed."""
-        suffix = Path(self.path).suffix.lower() if self.path else ""
-        if suffix in ROW_SUFFIXES:
-            for number, row in read_rows(self.path, required=self.context_column):
-                yield f"{self.path}, line {number}", row  # type: ignore[misc]
-        else:
-            yield from _dataset_rows(self)
-
     def dialogs(self) -> Iterator[tuple[str, dict[str, Any], list[str], str | None]]:
-        """(where, row, context turns, response or ``None``) for every row, each checked."""
-        for where, row in self.raw_rows():
-            yield (where, row, *self._dialog(where, row))
-
-    def _dialog(self, where: str, row: dict[str, Any]) -> tuple[list[str], str | None]:
-        csv_file = self.path is not None and self.path.lower().endswith(".csv")  # an empty CSV cell is a missing value
-        return check_row(row, where, context_column=self.context_column, response_column=self.response_column,
-                         csv_row=csv_file)
-
-
-def _dataset_rows(source: Source) -> Iterator[tuple[str, dict[str, Any]]]:
-    try:
-        import datasets
-    except ImportError:
-        raise DialogFileError("Parquet files and Hub datasets need the datasets package: "
-                              "pip install 'full-metric[evaluate]'") from None
-    if source.path is not None:
-        stream = datasets.load_dataset("parquet", data_files=source.path, split="train", streaming=True)
-    else:
-        stream = datasets.load_dataset(source.dataset, source.config, split=source.split, streaming=True)
-    for number, row in enumerate(stream, start=1):
-        yield f"{source.name}, row {number}", row
+        """(where, row, context turns, response or ``None``) for every row, streamed
+        (:func:`~full_metric.files.dialog_files.open_rows`), each checked (an empty CSV cell is a
+        missing value)."""
+        source = self.path if self.path is not None else f"{HUB_PREFIX}{self.dataset}"
+        for where, row, csv_row in open_rows(source, split=self.split, config=self.config,
+                                             required=self.context_column):
+            yield (where, row, *check_row(row, where, context_column=self.context_column,
+                                          response_column=self.response_column, csv_row=csv_row))
 
 
 @dataclass

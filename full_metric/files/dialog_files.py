@@ -98,6 +98,67 @@ def read_rows(path: str | Path, **options: Any) -> Iterator[tuple[int, dict[str,
         yield from iter_rows(handle, path.suffix, where=f"{path}, ", **options)
 
 
+#: The sources :func:`open_rows` reads: these files, and ``hf:NAME`` (a Hub dataset).
+SOURCE_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
+#: A source naming a Hub dataset: ``hf:NAME``.
+HUB_PREFIX = "hf:"
+
+
+def source_kind(source: str | Path) -> str:
+    """The format of a source, decided here only: ``hub`` (``hf:NAME``), ``parquet``, ``csv``,
+    ``json-array`` (a ``.json`` or ``.jsonl`` file whose text starts with ``[``) or ``json-lines``."""
+    text = str(source)
+    if text.startswith(HUB_PREFIX):
+        return "hub"
+    suffix = Path(text).suffix.lower()
+    if suffix not in SOURCE_SUFFIXES:
+        raise DialogFileError(f"{text}: expected one of {', '.join(SOURCE_SUFFIXES)}, or hf:NAME for a Hub dataset")
+    if suffix in (".parquet", ".csv"):
+        return suffix[1:]
+    if not Path(text).is_file():
+        raise DialogFileError(f"{text}: no such file")
+    with open(text, encoding="utf-8-sig", errors="replace") as handle:
+        first = handle.read(4096).lstrip()[:1]
+    return "json-array" if first == "[" else "json-lines"
+
+
+def open_rows(
+    source: str | Path, *, split: str = "train", config: str | None = None, error: type[ValueError] = DialogFileError,
+    lenient: bool = False, required: str | None = None,
+) -> Iterator[tuple[str, dict[str, Any] | ValueError, bool]]:
+    """(where, row, whether it is a CSV row) for every row of a source, streamed where the format
+    allows: JSON Lines and CSV by :func:`iter_rows` (``error``, ``lenient``, ``required`` as
+    there), a JSON array item by item, Parquet files and Hub datasets (``split``, ``config``)
+    through ``datasets`` in streaming mode. The one reader of the scorer's inputs, ``adapt``'s
+    dialogs and the rated tables."""
+    kind, text = source_kind(source), str(source)
+    if kind in ("hub", "parquet"):
+        try:
+            import datasets
+        except ImportError:
+            raise error("Parquet files and Hub datasets need the datasets package: "
+                        "pip install 'full-metric[evaluate]'") from None
+        stream = (datasets.load_dataset(text[len(HUB_PREFIX):], config, split=split, streaming=True) if kind == "hub"
+                  else datasets.load_dataset("parquet", data_files=text, split="train", streaming=True))
+        yield from ((f"{text}, row {number}", row, False) for number, row in enumerate(stream, start=1))
+    elif kind == "json-array":
+        try:
+            items = json.loads(Path(text).read_text(encoding="utf-8-sig"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as problem:
+            raise error(f"{text}: not a UTF-8 JSON array ({problem})") from None
+        for number, item in enumerate(items, start=1):
+            where = f"{text}, item {number}"
+            if isinstance(item, dict):
+                yield where, item, False
+            elif lenient:
+                yield where, error(f"{where}: expected a JSON object"), False
+            else:
+                raise error(f"{where}: expected a JSON object")
+    else:
+        for number, row in read_rows(text, error=error, lenient=lenient, required=required):
+            yield f"{text}, line {number}", row, kind == "csv"
+
+
 #: Field names that hold a response under another name: a row with one of them and no ``response``
 #: is refused rather than silently scored as a whole dialog.
 RESPONSE_LIKE = frozenset({"reply", "replies", "answer", "answers", "responses", "prediction", "predictions", "output",

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .dialog_files import table_rows
+from .dialog_files import open_rows, source_kind
 from ..errors import UsageError
 from ..turns import split_turns, strip_speaker
 
@@ -118,19 +118,16 @@ def read_table(
     score_field: str = "human",
     skip_invalid: bool = False,
 ) -> RatedData:
-    """JSON Lines (``.jsonl``) or CSV (``.csv``) with a context, an optional response and a rating.
+    """Rows with a context, an optional response and a rating, in any format :func:`open_rows` reads
+    (JSON Lines, a JSON array, CSV, Parquet, ``hf:NAME``).
 
     A context is a list of turns or a string with a turn per line. The rating is stored under
     the aspect name ``score_field``.
     """
-    path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        rows = [(where, row) for where, row, _ in open_rows(path, error=RatedFileError, lenient=True)]
     except UnicodeDecodeError as error:
         raise RatedFileError(f"{path}: not UTF-8 text ({error})") from None
-    lines = table_rows(text, ".csv" if path.suffix.lower() == ".csv" else ".jsonl", RatedFileError, f"{path}, ",
-                       lenient=True)
-    rows = ((f"{path}, line {number}", row) for number, row in lines)
 
     def parse(raw: Any, where: str) -> RatedItem:
         if not isinstance(raw, dict):
@@ -169,10 +166,22 @@ def _collect(rows: Any, parse: Any, skip_invalid: bool) -> RatedData:
     return RatedData(items, skipped)
 
 
+def is_fed(path: str | Path) -> bool:
+    """Whether a file is in the FED format: a ``.json`` JSON array (rows of a table are JSON Lines,
+    or a JSON array whose items have no ``annotations``)."""
+    if Path(path).suffix.lower() != ".json" or source_kind(path) != "json-array":
+        return False
+    try:
+        first = next(iter(json.loads(Path(path).read_text(encoding="utf-8-sig"))), None)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return True  # read_fed names the problem
+    return not isinstance(first, dict) or "annotations" in first
+
+
 def read_rated(path: str | Path, fmt: str = "auto", skip_invalid: bool = False, **fields: str) -> RatedData:
-    """Read a rated-data file; ``fmt`` is ``fed``, ``table`` or ``auto`` (``.json`` means FED)."""
+    """Read a rated-data file; ``fmt`` is ``fed``, ``table`` or ``auto`` (:func:`is_fed`)."""
     if fmt == "auto":
-        fmt = "fed" if Path(path).suffix.lower() == ".json" else "table"
+        fmt = "fed" if is_fed(path) else "table"
     if fmt == "fed":
         return read_fed(path, skip_invalid)
     if fmt == "table":

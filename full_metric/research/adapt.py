@@ -31,7 +31,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import torch
 from tqdm.auto import tqdm
 
-from ..files.dialog_files import check_row, read_rows
+from ..files.dialog_files import check_row, open_rows
 from ..errors import UsageError
 from ..models import ADAPTATION_FILE, native_bf16, resolve_device
 from ..scorer import FullScorer
@@ -110,25 +110,10 @@ def chitchat_dialogs() -> list[list[str]]:
     return [[m.strip() for m in conversation] for conversation in chitchat_dataset.ConversationDataset()]
 
 
-def _rows(source: str, split: str) -> Iterable[tuple[str, dict[str, Any], bool]]:
-    """(where, row, whether it is a CSV row) of a file (the one row reader) or a Hub dataset."""
-    if source.startswith("hf:") or source.lower().endswith(".parquet"):
-        try:
-            import datasets
-        except ImportError:
-            raise AdaptError("Parquet files and Hub datasets need the datasets package: "
-                             "pip install 'full-metric[evaluate]'") from None
-        stream = (datasets.load_dataset(source[3:], split=split, streaming=True) if source.startswith("hf:") else
-                  datasets.load_dataset("parquet", data_files=source, split="train", streaming=True))
-        return ((f"{source}, row {number}", row, False) for number, row in enumerate(stream, start=1))
-    csv_file = source.lower().endswith(".csv")
-    return ((f"{source}, line {number}", row, csv_file) for number, row in read_rows(source, required="context"))
-
-
 def read_dialogs(sources: Sequence[str], *, split: str = "train") -> list[list[str]]:
-    """Whole dialogs from each source: ``chitchat`` (the package), a JSON Lines / CSV / Parquet file
-    of rows (``context`` turns plus ``response`` when there is one), or ``hf:NAME`` (a Hub dataset
-    with the same columns, ``split``). Each row is checked by the one row check; dialogs with fewer
+    """Whole dialogs from each source: ``chitchat`` (the package), or a source of rows that
+    :func:`~full_metric.files.dialog_files.open_rows` reads (JSON Lines, a JSON array, CSV, Parquet,
+    ``hf:NAME`` with ``split``; ``context`` turns plus ``response`` when there is one). Each row is checked by the one row check; dialogs with fewer
     than two non-empty turns are left out."""
     dialogs: list[list[str]] = []
     for source in sources:
@@ -136,7 +121,7 @@ def read_dialogs(sources: Sequence[str], *, split: str = "train") -> list[list[s
             found = chitchat_dialogs()
         else:
             found = []
-            for where, row, csv_row in _rows(source, split):
+            for where, row, csv_row in open_rows(source, split=split, error=AdaptError, required="context"):
                 context, response = check_row(row, where, csv_row=csv_row)  # type: ignore[arg-type]
                 found.append([*context, *([response] if response else [])])
         dialogs += [[t for t in d if t.strip()] for d in found]

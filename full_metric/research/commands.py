@@ -121,7 +121,7 @@ def _agreement_arguments(command: argparse.ArgumentParser, tools: Tools) -> None
 
 
 def _adapt_arguments(command: argparse.ArgumentParser, tools: Tools) -> None:
-    command.add_argument("dialogs", nargs="+", help="JSON Lines / CSV / Parquet files of dialogs (context plus "
+    command.add_argument("dialogs", nargs="+", help="JSON Lines / JSON array / CSV / Parquet files of dialogs (context plus "
                          "response), hf:NAME for a Hub dataset, or 'chitchat' (the chitchat-dataset package)")
     command.add_argument("-o", "--output", required=True, help="the folder of the adapted judge (must not exist)")
     tools.scorer_options(command, ADAPT_SETTINGS, {

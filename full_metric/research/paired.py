@@ -12,7 +12,6 @@ resamples observations, not clusters of them shared by two statistics.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -159,7 +158,7 @@ def read_levels(kept: dict[str, Any], data: dict[str, str]) -> dict[tuple[str, s
     """The levels of one judge's ``scores.json`` (preset ``paper`` or its only preset), each joined
     with its rated items (``data``: data set name -> rated file) and whether it has a
     within-context measure (USR turn level)."""
-    from ..files.rated_files import read_rated
+    from ..files.rated_files import is_fed, read_rated
 
     found, files = {}, {}
     for level in kept["levels"]:
@@ -169,7 +168,7 @@ def read_levels(kept: dict[str, Any], data: dict[str, str]) -> dict[tuple[str, s
         if name not in files:
             files[name] = read_rated(data[name], score_field="human")
         items = [i for i in files[name].level(level["level"]) if level["aspect"] in i.ratings]
-        fed = Path(data[name]).suffix.lower() == ".json"
+        fed = is_fed(data[name])
         found[(name, level["level"])] = (level_of(level, items), level["level"] == "turn" and not fed)
     return found
 
