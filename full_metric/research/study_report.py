@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -94,12 +95,32 @@ def _cell(value: float | None, slice_name: str | None = None) -> str:
     return f"{value:.3f}{mark}"
 
 
-def write_study(
-    tables: Sequence[LogLikTable], out_dir: str | Path, command: str
-) -> tuple[Path, dict[str, Any]]:
-    """Run the study on ``tables``; write ``report.md`` and ``results.json`` into ``out_dir``."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+@dataclass
+class Study:
+    """What the study found: the tables every variant has on every set (``tables``) and those it
+    left out (``partial``), the variants' slices, the follow-up rules, the length baseline, every
+    configuration (``grid``), each family's leave-one-out ``protocols`` and the paper's settings
+    per variant (``default_rows``)."""
+
+    tables: list[LogLikTable]
+    partial: list[LogLikTable]
+    variants: dict[str, Any]
+    family: dict[str, str]
+    settings: dict[str, Any]
+    rules: dict[str, Any]
+    slices: list[Slice]
+    baseline: dict[Slice, float]
+    grid: list[dict[str, Any]]
+    protocols: list[dict[str, Any]]
+    default_rows: list[tuple[str, Any]]
+
+    @property
+    def names(self) -> list[str]:
+        return [s.name for s in self.slices]
+
+
+def run_study(tables: Sequence[LogLikTable]) -> Study:
+    """Every configuration on ``tables``, and each family's leave-one-out choice (no file written)."""
     counts = Counter(_variant_name(t) for t in tables)
     every = max(counts.values())
     partial = [t for t in tables if counts[_variant_name(t)] < every]
@@ -107,7 +128,6 @@ def write_study(
     variants, family, settings = build_variants(tables)
     rules = follow_up_rules()
     slices = sorted({s for v in variants.values() for s in v}, key=lambda s: (s.data_set != "fed", s.data_set, s.level != "turn"))
-    names = [s.name for s in slices]
     baseline = length_baseline(next(iter(variants.values())))
 
     grid = []
@@ -139,7 +159,29 @@ def write_study(
         scores = evaluate(Config(variant, "paper five", "sum"), rules["paper five"][0]([]), data)
         default_rows.append((variant, scores))
 
-    lines = [
+    return Study(tables, partial, variants, family, settings, rules, slices, baseline, grid, protocols, default_rows)
+
+
+def write_study(
+    tables: Sequence[LogLikTable], out_dir: str | Path, command: str
+) -> tuple[Path, dict[str, Any]]:
+    """Run the study on ``tables``; write ``report.md`` and ``results.json`` into ``out_dir``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    study = run_study(tables)
+    lines = [*_header_lines(study, command), *_selection_lines(study), *_partial_lines(study), *_grid_lines(study)]
+    path = out / "report.md"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    results = _results(study, command)
+    (out / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
+    return path, results
+
+
+def _header_lines(study: Study, command: str) -> list[str]:
+    """The tables and protocol, the length baseline, the paper's settings, the leave-one-out table's head."""
+    tables, variants, slices, names, baseline = study.tables, study.variants, study.slices, study.names, study.baseline
+    default_rows = study.default_rows
+    return [
         "# Which FULL settings agree with people? A study on three development sets", "",
         f"Produced by `{command}` from these log-likelihood tables (each made by the command shown):", "",
         *[f"- {t.data_set}, {_variant_name(t)}: `{t.command or '(command not recorded)'}`" for t in tables], "",
@@ -165,6 +207,12 @@ def write_study(
         "| choosing among | held out | chosen on the other sets | selection mean | "
         + " | ".join(names) + " |", "|---" * (len(names) + 4) + "|",
     ]
+
+
+def _selection_lines(study: Study) -> list[str]:
+    """The leave-one-out rows, the targets, and the presets chosen on all three sets."""
+    protocols, slices, names, baseline = study.protocols, study.slices, study.names, study.baseline
+    lines: list[str] = []
     for p in protocols:
         for fold in p["folds"]:
             c = fold.config
@@ -192,6 +240,13 @@ def write_study(
         lines.append(f"| {p['family']} | {c.variant}; {c.rule}; {c.aggregation} | "
                      + "; ".join(follow_ups[:10]) + (" ..." if len(follow_ups) > 10 else "") + " | "
                      + " | ".join(_cell(p["in_sample"][s]) for s in slices) + " |")
+    return lines
+
+
+def _partial_lines(study: Study) -> list[str]:
+    """The variants not scored on every set, described only."""
+    partial, rules = study.partial, study.rules
+    lines: list[str] = []
     if partial:
         lines += ["", "## Descriptive only: variants not scored on every set", "",
                   "These tables miss a data set, so they take no part in any choice; fixed follow-up sets only.", "",
@@ -209,6 +264,13 @@ def write_study(
                 lines.append(f"| {_variant_name(table)} | {s_.name} | length baseline | {_cell(v)} |"
                              + " |" * (len(STUDY_AGGREGATIONS) - 1))
         lines += ["", "Commands: " + "; ".join(f"`{t.command}`" for t in partial)]
+    return lines
+
+
+def _grid_lines(study: Study) -> list[str]:
+    """Every configuration, best first."""
+    names, grid = study.names, study.grid
+    lines: list[str] = []
     lines += ["", "## Every configuration", "",
               "Data-chosen follow-up sets are chosen without the set each number is on (leave one set "
               "out); the rest involve no data. Picking the best row of this table after seeing it is "
@@ -218,9 +280,13 @@ def write_study(
     for r in grid:
         lines.append(f"| {r['variant']} | {r['follow_ups']} | {r['aggregation']} | "
                      + " | ".join(_cell(r[n], n) for n in names) + f" | {r['mean']:.3f} |")
-    path = out / "report.md"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    results = {
+    return lines
+
+
+def _results(study: Study, command: str) -> dict[str, Any]:
+    """``results.json``: the command, the baseline, each protocol's folds and final choice, the grid."""
+    slices, baseline, protocols, settings, grid = study.slices, study.baseline, study.protocols, study.settings, study.grid
+    return {
         "command": command,
         "length_baseline": {s.name: baseline[s] for s in slices},
         "protocols": [
@@ -237,5 +303,3 @@ def write_study(
         ],
         "grid": grid,
     }
-    (out / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
-    return path, results
