@@ -53,7 +53,7 @@ def test_an_adapted_judge_learns_loads_and_names_its_adaptation(kind, method, re
     assert {"adaptation.json", "README.md", "config.json"} <= {p.name for p in out.iterdir()}
     assert not any(p.name.startswith(".judge") for p in tmp_path.iterdir())
     adapted, original = FullScorer(str(out), progress=False), FullScorer(base, progress=False)
-    assert f"|model:judge@sha256:" in adapted.signature() and f"+adapted:{done.digest}|" in adapted.signature()
+    assert "|model:judge@sha256:" in adapted.signature() and f"+adapted:{done.digest}|" in adapted.signature()
     assert adapted.rendering == original.rendering == done.rendering
     assert adapted.score(CONTEXTS, RESPONSES).scores != pytest.approx(original.score(CONTEXTS, RESPONSES).scores)
     card = (out / "README.md").read_text()
