@@ -106,7 +106,8 @@ HUB_PREFIX = "hf:"
 
 def source_kind(source: str | Path) -> str:
     """The format of a source, decided here only: ``hub`` (``hf:NAME``), ``parquet``, ``csv``,
-    ``json-array`` (a ``.json`` or ``.jsonl`` file whose text starts with ``[``) or ``json-lines``."""
+    ``json-array`` (a ``.json`` file whose text starts with ``[``) or ``json-lines`` (``.jsonl``, or
+    any other ``.json``)."""
     text = str(source)
     if text.startswith(HUB_PREFIX):
         return "hub"
@@ -115,6 +116,8 @@ def source_kind(source: str | Path) -> str:
         raise DialogFileError(f"{text}: expected one of {', '.join(SOURCE_SUFFIXES)}, or hf:NAME for a Hub dataset")
     if suffix in (".parquet", ".csv"):
         return suffix[1:]
+    if suffix == ".jsonl":  # one JSON value per line, whatever the first line holds
+        return "json-lines"
     if not Path(text).is_file():
         raise DialogFileError(f"{text}: no such file")
     with open(text, encoding="utf-8-sig", errors="replace") as handle:

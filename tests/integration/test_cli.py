@@ -138,7 +138,7 @@ def test_an_internal_error_is_shown_as_a_bug_not_as_bad_input(tmp_path, capsys, 
     def broken(args):
         raise TypeError("unsupported operand type(s) for +: 'int' and 'str'")
 
-    monkeypatch.setitem(cli.COMMANDS, "score", broken)
+    monkeypatch.setitem(cli.CORE_COMMANDS, "score", broken)
     rows = tmp_path / "in.jsonl"
     rows.write_text(json.dumps({"context": ["Hi!"], "response": "Hello."}) + "\n")
     assert main(["score", str(rows), "-o", str(tmp_path / "out.jsonl")]) == cli.INTERNAL_ERROR == 1
@@ -146,7 +146,7 @@ def test_an_internal_error_is_shown_as_a_bug_not_as_bad_input(tmp_path, capsys, 
     assert "internal error (a bug in full-metric" in err and "TypeError" in err and "--debug" in err
     with pytest.raises(TypeError, match="unsupported operand"):
         main(["--debug", "score", str(rows), "-o", str(tmp_path / "out.jsonl")])
-    monkeypatch.setitem(cli.COMMANDS, "score", lambda args: (_ for _ in ()).throw(ValueError("a library's own error")))
+    monkeypatch.setitem(cli.CORE_COMMANDS, "score", lambda args: (_ for _ in ()).throw(ValueError("a library's own error")))
     assert main(["score", str(rows), "-o", str(tmp_path / "out.jsonl")]) == 1  # not ours: not a user error
     # a user error stays one line and exit 2
     assert main(["score", str(rows), "-o", str(rows)]) == 2

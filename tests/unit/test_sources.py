@@ -33,6 +33,8 @@ def test_the_format_is_decided_in_one_place(files):
     assert [source_kind(files / n) for n in ("lines.jsonl", "lines.json", "array.json", "rows.csv")] == [
         "json-lines", "json-lines", "json-array", "csv"]
     assert source_kind("x.parquet") == "parquet" and source_kind("hf:org/name") == "hub"
+    (files / "array.jsonl").write_text("[1, 2]\n", encoding="utf-8")
+    assert source_kind(files / "array.jsonl") == "json-lines"  # its line 1 is refused as not an object
     with pytest.raises(DialogFileError, match="x.txt: expected one of .jsonl, .json, .csv, .parquet, or hf:NAME"):
         source_kind("x.txt")
 
