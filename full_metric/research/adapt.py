@@ -268,8 +268,9 @@ def adapt(
     (:mod:`full_metric.research.complaints`): at most ``max_pairs`` pairs, the pairwise loss with
     ``margin`` plus ``lm_weight`` times the language-modelling loss of the real dialog,
     ``corruption_mix`` the corruptions' weights (default :data:`complaints.DEFAULT_MIX`); the
-    held-out dialogs give held-out pairs whose accuracy is measured before and after.
-    ``autocast``: one of :data:`AUTOCASTS` (``auto``: bfloat16 on an accelerator and on a CPU that
+    held-out dialogs give held-out pairs (drawn with the default mix whatever ``corruption_mix``
+    says, so runs that differ in it are measured on the same pairs) whose accuracy is measured
+    before and after. ``autocast``: one of :data:`AUTOCASTS` (``auto``: bfloat16 on an accelerator and on a CPU that
     computes it natively, float32 elsewhere).
 
     Raises:
@@ -388,7 +389,8 @@ def _complaint_pairs(scorer: FullScorer, dialogs: list[list[str]], n_held: int, 
         raise AdaptError(f"the budget of {max_pairs} pairs is smaller than one batch ({batch_size} pairs); "
                          "raise --max-pairs or lower --batch-size")
     pairs = complaints.make_pairs(dialogs[n_held : n_held + 2 * max_pairs], rng, mix)[:max_pairs]
-    held_pairs = complaints.make_pairs(dialogs[:n_held], random.Random(seed + 1), mix)
+    # the held-out pairs are a fixed yardstick: the default mix whatever the training mix
+    held_pairs = complaints.make_pairs(dialogs[:n_held], random.Random(seed + 1), complaints.DEFAULT_MIX)
     if len(pairs) < batch_size or not held_pairs:
         raise AdaptError(f"{len(pairs)} training pair(s) and {len(held_pairs)} held-out pair(s): too few dialogs "
                          "to train on FULL's question")

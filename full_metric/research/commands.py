@@ -147,6 +147,29 @@ def _adapt_arguments(command: argparse.ArgumentParser, tools: Tools) -> None:
     command.add_argument("--margin", type=float, default=1.0, help="complaints: the pairwise loss's margin (default 1.0)")
     command.add_argument("--lm-weight", type=float, default=0.1,
                          help="complaints: the weight of the language-modelling regulariser (default 0.1)")
+    command.add_argument("--mix", type=_corruption_mix, metavar="KIND=WEIGHT,...",
+                         help="complaints: how often each corruption is drawn for training (kinds: "
+                         "other, echo, far, truncated, generic; default other=0.4 and 0.15 each); the "
+                         "held-out pairs always use the default mix, so runs with different mixes compare")
+
+
+def _corruption_mix(text: str) -> dict[str, float]:
+    """``other=0.4,echo=0.2`` as a corruption mix (kinds left out weigh 0)."""
+    from .complaints import check_mix
+
+    mix: dict[str, float] = {}
+    for part in text.split(","):
+        kind, sep, weight = part.partition("=")
+        try:
+            mix[kind.strip()] = float(weight)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{part!r} is not KIND=WEIGHT") from None
+        if not sep:
+            raise argparse.ArgumentTypeError(f"{part!r} is not KIND=WEIGHT")
+    try:
+        return check_mix(mix)
+    except UsageError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _study_arguments(command: argparse.ArgumentParser, tools: Tools) -> None:
@@ -375,7 +398,8 @@ def _adapt(args: argparse.Namespace, tools: Tools) -> int:
     done = adapt(args.model, args.dialogs, args.output, method=args.method, max_tokens=args.max_tokens,
                  held_out=args.held_out, max_length=args.max_length, learning_rate=args.learning_rate,
                  lora_rank=args.lora_rank, seed=args.seed, objective=args.objective, max_pairs=args.max_pairs,
-                 margin=args.margin, lm_weight=args.lm_weight, autocast=args.autocast, **given)
+                 margin=args.margin, lm_weight=args.lm_weight, autocast=args.autocast, corruption_mix=args.mix,
+                 **given)
     pairs = (f"; held-out pair accuracy {done.held_out_pair_accuracy_before:.3f} -> {done.held_out_pair_accuracy_after:.3f}"
              if done.objective == "complaints" else "")
     print(f"adapted {done.base_model} on {done.training_tokens} tokens in {done.seconds:.0f} s: held-out loss "

@@ -26,11 +26,15 @@ wall[name] = seconds
 path.write_text(json.dumps(wall, indent=2, sort_keys=True) + "\n")
 PY
 }
-adapt_complaints() {  # adapt_complaints PAIRS
-  local judge=judges/smollm2-complaints-$1
-  [ -d "$judge" ] || timed "adapt complaints $1" full-metric adapt chitchat -o "$judge" --model "$GGUF" \
-      --objective complaints --max-pairs "$1" --batch-size 4 --max-length 256 --held-out 0.0125 --no-progress
-  cp "$judge/adaptation.json" "$OUT/adaptation-complaints-$1.json"
+adapt_complaints() {  # adapt_complaints NAME PAIRS [OPTIONS...]: the judge judges/smollm2-NAME, its record in $OUT
+  local name=$1 pairs=$2; shift 2
+  local judge=judges/smollm2-$name record=$OUT/adaptation-$name.json
+  # done when recorded and either measured already or the judge is still there to be measured
+  if [ -f "$record" ] && { [ -f "$OUT/$name/scores.json" ] || [ -d "$judge" ]; }; then return; fi
+  rm -rf "$judge"
+  timed "adapt ${name//-/ }" full-metric adapt chitchat -o "$judge" --model "$GGUF" --objective complaints \
+      --max-pairs "$pairs" --batch-size 4 --max-length 256 --held-out 0.0125 --no-progress "$@"
+  cp "$judge/adaptation.json" "$record"
 }
 measure() {  # measure JUDGE NAME
   [ -f "$OUT/$2/scores.json" ] || timed "agreement $2" full-metric agreement "$DATA/fed_data.json" \
@@ -38,13 +42,51 @@ measure() {  # measure JUDGE NAME
       --replies "Yes." "I don't know." --no-progress -o "$OUT/$2"
 }
 measure "$GGUF" base
-adapt_complaints 64
+adapt_complaints complaints-64 64
 measure judges/smollm2-complaints-64 complaints-64
-adapt_complaints 192
+adapt_complaints complaints-192 192
 measure judges/smollm2-complaints-192 complaints-192
 judge=judges/smollm2-chitchat-40000
-[ -d "$judge" ] || timed "adapt dialogs 40000" full-metric adapt chitchat -o "$judge" --model "$GGUF" \
-    --max-tokens 40000 --batch-size 4 --max-length 256 --held-out 0.0125 --no-progress
-cp "$judge/adaptation.json" "$OUT/adaptation-dialogs-40000.json"
-measure "$judge" dialogs-40000
+if [ ! -f "$OUT/dialogs-40000/scores.json" ]; then
+  [ -d "$judge" ] || timed "adapt dialogs 40000" full-metric adapt chitchat -o "$judge" --model "$GGUF" \
+      --max-tokens 40000 --batch-size 4 --max-length 256 --held-out 0.0125 --no-progress
+  cp "$judge/adaptation.json" "$OUT/adaptation-dialogs-40000.json"
+  measure "$judge" dialogs-40000
+fi
+
+# The settings sweep: 64 pairs each, the same training dialogs and the same held-out pairs (always drawn
+# with the default mix); "default" is complaints-64 above. The rule, fixed before any run: the highest
+# held-out pair accuracy among the settings that do not raise the held-out language-modelling loss, ties to
+# the earlier row. The rated sets play no part in it.
+declare -A SWEEP=(
+  [default]=""
+  [lr1e-3]="--learning-rate 1e-3"
+  [lr1e-3-margin2]="--learning-rate 1e-3 --margin 2"
+  [lr1e-3-lm0.5]="--learning-rate 1e-3 --lm-weight 0.5"
+  [lr1e-3-mix]="--learning-rate 1e-3 --mix other=0.2,echo=0.15,far=0.25,truncated=0.25,generic=0.15"
+)
+SWEEP_ORDER="default lr1e-3 lr1e-3-margin2 lr1e-3-lm0.5 lr1e-3-mix"
+mkdir -p "$OUT/sweep"
+cp "$OUT/adaptation-complaints-64.json" "$OUT/sweep/default.json"
+for name in $SWEEP_ORDER; do
+  [ -f "$OUT/sweep/$name.json" ] && continue
+  # shellcheck disable=SC2086  # the options are words
+  adapt_complaints "sweep-$name" 64 ${SWEEP[$name]}
+  mv "$OUT/adaptation-sweep-$name.json" "$OUT/sweep/$name.json"
+  rm -rf "judges/smollm2-sweep-$name"
+done
+chosen=$(python - "$OUT/sweep" $SWEEP_ORDER <<'PY'
+import json, pathlib, sys
+folder, order = pathlib.Path(sys.argv[1]), sys.argv[2:]
+records = {n: json.loads((folder / f"{n}.json").read_text()) for n in order}
+fit = [n for n in order if records[n]["held_out_loss_after"] <= records[n]["held_out_loss_before"]]
+print(max(fit, key=lambda n: (records[n]["held_out_pair_accuracy_after"], -order.index(n))))
+PY
+)
+echo "$chosen" > "$OUT/sweep/chosen.txt"
+if [ "$chosen" != default ]; then  # the default's 192-pair judge is complaints-192 above
+  # shellcheck disable=SC2086
+  adapt_complaints complaints-swept-192 192 ${SWEEP[$chosen]}
+  measure judges/smollm2-complaints-swept-192 complaints-swept-192
+fi
 python "$OUT/make_report.py" "$DATA"
