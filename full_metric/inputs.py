@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from .errors import UsageError, UsageTypeError
+from .turns import strip_speaker
 
 
 def _check_list(value: Any, name: str) -> None:
@@ -54,3 +55,15 @@ def check_dialogs(contexts: Any, responses: Any = None) -> list[list[str]]:
             turns = [*turns, response]
         dialogs.append(turns)
     return dialogs
+
+
+def strip_speakers(dialogs: list[list[str]], turn_level: bool) -> list[list[str]]:
+    """Each turn without its speaker label (:func:`full_metric.turns.strip_speaker`); at turn level
+    a response that was only a label is refused, naming it."""
+    stripped = []
+    for i, dialog in enumerate(dialogs):
+        turns = [strip_speaker(t) for t in dialog]
+        if turn_level and not turns[-1].strip():
+            raise UsageError(f"responses[{i}] is only a speaker label ({dialog[-1]!r})")
+        stripped.append(turns)
+    return stripped

@@ -18,9 +18,11 @@ def follow_up_tag(follow_ups: Sequence[str]) -> str:
     return f"{name}-{len(follow_ups)}-{digest}"
 
 
+#: The fields a signature string leaves out when they are empty (their settings are off).
+OPTIONAL_FIELDS = ("speakers", "positive_follow_ups")
 #: The signature's fields in order: (key in the string, attribute of :class:`Signature`).
 SIGNATURE_FIELDS = (("full", "version"), ("model", "model"), ("dtype", "dtype"), ("engine", "engine"),
-                    ("render", "rendering"), ("trunc", "truncation"), ("turns", "max_turns"), ("fu", "follow_ups"),
+                    ("render", "rendering"), ("speakers", "speakers"), ("trunc", "truncation"), ("turns", "max_turns"), ("fu", "follow_ups"),
                     ("pos", "positive_follow_ups"), ("agg", "aggregation"), ("level", "level"))
 
 
@@ -29,8 +31,9 @@ class Signature:
     """Every setting that changes a score, field by field, as sacrebleu's signature: ``str()`` is the
     signature string (``full:VERSION|model:NAME@REVISION|dtype:...|level:...``), :meth:`parse` reads
     one back, :meth:`differences` says which fields two signatures do not share. Follow-up lists are
-    their tags (:func:`follow_up_tag`); ``positive_follow_ups`` is empty when there are none (the
-    string then has no ``pos:`` field)."""
+    their tags (:func:`follow_up_tag`); ``positive_follow_ups`` is empty when there are none and
+    ``speakers`` is ``stripped`` when speaker labels were removed (:data:`OPTIONAL_FIELDS`: the string
+    has no ``pos:`` / ``speakers:`` field when they are empty)."""
 
     version: str
     model: str  # NAME@REVISION
@@ -43,16 +46,17 @@ class Signature:
     positive_follow_ups: str
     aggregation: str
     level: str
+    speakers: str = ""
 
     def __str__(self) -> str:
         return "|".join(f"{key}:{getattr(self, name)}" for key, name in SIGNATURE_FIELDS
-                        if name != "positive_follow_ups" or self.positive_follow_ups)
+                        if name not in OPTIONAL_FIELDS or getattr(self, name))
 
     @classmethod
     def parse(cls, text: str) -> Signature:
         """The fields of a signature string (``ValueError`` naming what is not one)."""
         names = dict(SIGNATURE_FIELDS)
-        found = {"positive_follow_ups": ""}
+        found = dict.fromkeys(OPTIONAL_FIELDS, "")
         for part in str(text).split("|"):
             key, colon, value = part.partition(":")
             if not colon or key not in names:
@@ -92,13 +96,14 @@ def make_signature(
     aggregation: str,
     level: str,
     positive_follow_ups: Sequence[str] = (),
+    strip_speaker_prefixes: bool = False,
 ) -> str:
     """A sacrebleu-style signature of every setting that changes a score (:class:`Signature`'s string)."""
     return str(Signature(
         version=__version__, model=f"{model}@{revision}", dtype=dtype, engine=engine, rendering=rendering,
         truncation=truncation, max_turns=str(max_turns), follow_ups=follow_up_tag(follow_ups),
         positive_follow_ups=follow_up_tag(positive_follow_ups) if positive_follow_ups else "",
-        aggregation=aggregation, level=level,
+        aggregation=aggregation, level=level, speakers="stripped" if strip_speaker_prefixes else "",
     ))
 
 

@@ -12,7 +12,7 @@ from .aggregate import aggregate
 from .engines import ENGINES, candidates, refusal
 from .errors import UsageError
 from .fine_grained import category_scores
-from .inputs import check_dialogs
+from .inputs import check_dialogs, strip_speakers
 from .loglik import LogLik, is_out_of_memory
 from .models import attention_window, load_model, model_lock
 from .presets import PRESETS, preset_fits, preset_runs
@@ -82,6 +82,7 @@ class FullScorer:
         context_budget: int | None = None,
         max_turns: int | None = None,
         max_batch_tokens: int | None = None,
+        strip_speaker_prefixes: bool | None = None,
         progress: bool | None = None,
     ):
         given = {k: v for k, v in locals().items() if k in BY_NAME and k != "model"}
@@ -93,6 +94,7 @@ class FullScorer:
         self.context_budget: int | None = checked["context_budget"]
         self.max_turns: int = checked["max_turns"]
         self.progress: bool = checked["progress"]
+        self.strip_speaker_prefixes: bool = checked["strip_speaker_prefixes"]
         self.loaded = load_model(
             checked["model"] if model is None else model, tokenizer=tokenizer, gguf_file=gguf_file, device=device,
             dtype=dtype, revision=revision,
@@ -192,7 +194,7 @@ class FullScorer:
 
     # -- settings -----------------------------------------------------------------------------
     #: The settings a scorer keeps when it switches preset: no preset sets them (:data:`PRESETS`).
-    RUN_OPTIONS = ("batch_size", "max_batch_tokens", "context_budget", "progress")
+    RUN_OPTIONS = ("batch_size", "max_batch_tokens", "context_budget", "strip_speaker_prefixes", "progress")
 
     def with_preset(self, preset: str) -> FullScorer:
         """A scorer of ``preset``'s settings on this scorer's loaded model (``self`` when it already
@@ -258,6 +260,7 @@ class FullScorer:
             positive_follow_ups=positive,
             aggregation=aggregation or self.aggregation,
             level=level,
+            strip_speaker_prefixes=self.strip_speaker_prefixes,
         )
 
     # -- scoring ------------------------------------------------------------------------------
@@ -292,6 +295,8 @@ class FullScorer:
                    "batch_size": batch_size, "progress": progress, "engine": engine}
         check_known(options, CALL_OPTIONS, "option")
         dialogs = check_dialogs(contexts, responses)
+        if self.strip_speaker_prefixes:
+            dialogs = strip_speakers(dialogs, turn_level=responses is not None)
         chosen = resolve_options(options, self.options())
         fus, pos, agg = chosen["follow_ups"], chosen["positive_follow_ups"], chosen["aggregation"]
         size = self.batch_size if batch_size is None else batch_size

@@ -179,6 +179,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("context_budget", "the most context tokens the model reads", kind=int,
             none_means="the model's positions"),
     Setting("max_turns", "the most context turns kept, the newest", kind=int, default=FROM_PRESET),
+    Setting("strip_speaker_prefixes", "remove one speaker label ('User: ', 'System: ', 'A: ', 'Speaker 2: '...) "
+            "from the start of every turn before scoring (the app does unless told not to); the signature then says "
+            "speakers:stripped", kind=bool,
+            default=False),
     Setting("progress", "show a progress bar while scoring", scope="both", kind=bool, default=True),
     Setting("engine", "how log-likelihoods are computed: auto (the engine chosen and self-checked at load), "
             "generic (the model's own forward, one row per pair) or oracle (one pass per pair, the test "
@@ -251,7 +255,8 @@ def check_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
         "model": preset_model(preset) if model is None else model,
         "rendering": settings.get("rendering") or defaults["rendering"],
         "max_turns": defaults["max_turns"] if max_turns is None else max_turns,
-        "progress": BY_NAME["progress"].default if settings.get("progress") is None else settings["progress"],
+        **{s.name: s.default if settings.get(s.name) is None else settings[s.name]
+           for s in LOAD_SETTINGS if s.kind is bool},  # switches: off or on, never None
     }
 
 

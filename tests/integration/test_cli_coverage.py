@@ -115,6 +115,7 @@ COVERAGE: dict[str, dict[str, str]] = {
         "--margin": "test_adapt::test_the_command_line_adapts_on_complaints",
         "--lm-weight": "test_adapt::test_the_command_line_adapts_on_complaints",
         "--autocast": "test_adapt::test_the_command_line_adapts_on_complaints",
+        "--mix": "test_adapt::test_the_command_line_adapts_on_complaints",
     },
     "study": {
         "tables": "test_study::test_score_candidates_and_study_commands",
@@ -171,7 +172,8 @@ def test_scorer_options_reach_the_scorer(command, monkeypatch, tmp_path):
               "--positive-follow-ups": "positive", "--aggregation": "mean", "--preset": "paper",
               "--rendering": "plain", "--device": "cpu", "--dtype": "bfloat16", "--batch-size": "3",
               "--max-batch-tokens": "99", "--context-budget": "77", "--max-turns": "5"}
-    assert set(values) | {"--no-progress"} == {s.flag for s in LOAD_SETTINGS}
+    switches = ["--strip-speaker-prefixes", "--no-progress"]
+    assert set(values) | set(switches) == {s.flag for s in LOAD_SETTINGS}
     seen = {}
 
     class Captured(Exception):
@@ -186,7 +188,7 @@ def test_scorer_options_reach_the_scorer(command, monkeypatch, tmp_path):
                   "rank-follow-ups": ["d.json", "-o", "x"], "report": ["d.json", "-o", "x"],
                   "score-candidates": ["d.json", "-o", "x"], "correlate": ["d.json"],
                   "agreement": ["d.json", "-o", "x"]}[command]
-    args = _parser().parse_args([command, *positional, *[x for kv in values.items() for x in kv], "--no-progress"])
+    args = _parser().parse_args([command, *positional, *[x for kv in values.items() for x in kv], *switches])
     with pytest.raises(Captured):
         cli._make_scorer(args)
     assert seen["model"] == "m" and seen["gguf_file"] == "g.gguf" and seen["revision"] == "r"
@@ -194,7 +196,7 @@ def test_scorer_options_reach_the_scorer(command, monkeypatch, tmp_path):
     assert (seen["aggregation"], seen["preset"], seen["rendering"], seen["device"], seen["dtype"]) == (
         "mean", "paper", "plain", "cpu", "bfloat16")
     assert (seen["batch_size"], seen["max_batch_tokens"], seen["context_budget"], seen["max_turns"]) == (3, 99, 77, 5)
-    assert seen["progress"] is False
+    assert seen["progress"] is False and seen["strip_speaker_prefixes"] is True
 
 
 def test_rated_data_options(tiny_blenderbot_path, tmp_path, capsys):

@@ -104,14 +104,27 @@ def test_mixed_string_and_list_contexts_are_not_corrupted(first, tiny_blenderbot
     assert full.compute()["scores"] == pytest.approx(expected[0].scores)
 
 
-def test_speaker_prefixes_removed_when_asked(tiny_blenderbot_path, expected):
-    full = full_metric.FULL(model=str(tiny_blenderbot_path), device="cpu", progress=False)
+def test_speaker_prefixes_removed_when_asked_and_the_signature_says_so(tiny_blenderbot_path, expected):
     refs = ["\n".join(f"{'User' if i % 2 == 0 else 'System'}: {t}" for i, t in enumerate(c)) for c in CONTEXTS]
     preds = [f"System: {r}" for r in RESPONSES]
-    stripped = full.compute(predictions=preds, references=refs, strip_speaker_prefixes=True)
+    full = full_metric.FULL(model=str(tiny_blenderbot_path), device="cpu", progress=False, strip_speaker_prefixes=True)
+    stripped = full.compute(predictions=preds, references=refs)
     assert stripped["scores"] == pytest.approx(expected[0].scores)
-    kept = full.compute(predictions=preds, references=refs)
+    assert stripped["signature"] == expected[0].signature.replace("|trunc:", "|speakers:stripped|trunc:")
+    full.add_batch(predictions=preds, references=refs, strip_speaker_prefixes=True)  # the load setting again
+    assert full.compute()["scores"] == pytest.approx(expected[0].scores)
+    plain = full_metric.FULL(model=str(tiny_blenderbot_path), device="cpu", progress=False)
+    kept = plain.compute(predictions=preds, references=refs)
     assert kept["scores"] != pytest.approx(expected[0].scores)
+    assert kept["signature"] == expected[0].signature
+    # a result has one signature: a call cannot change what the load setting says, and a response that
+    # is only a label is refused before anything is stored
+    with pytest.raises(ValueError, match="strip_speaker_prefixes=True in a call.*pass it to evaluate.load"):
+        plain.compute(predictions=preds, references=refs, strip_speaker_prefixes=True)
+    with pytest.raises(ValueError, match=r"responses\[1\] is only a speaker label"):
+        full.add_batch(predictions=["Fine.", "System: "], references=refs[:2])
+    with pytest.raises(ValueError, match="call `add` or `add_batch` at least once"):
+        full.compute()  # nothing was stored
 
 
 def test_model_loaded_once(count_loads, checkout_named_full, tiny_blenderbot_path):

@@ -57,6 +57,19 @@ def test_signature_covers_settings(scorer):
     assert "level:dialog" in scorer.score([["Hi!"]]).signature
 
 
+def test_speaker_labels_are_stripped_by_the_scorer_when_asked_and_the_signature_says_so(tiny_blenderbot_path, scorer):
+    strip = FullScorer(tiny_blenderbot_path, device="cpu", progress=False, strip_speaker_prefixes=True)
+    plain = scorer.score([["Hi!", "How are you?"]], ["Fine, thanks."])
+    labelled = strip.score([["User: Hi!", "System: How are you?"]], ["User: Fine, thanks."])
+    assert labelled.scores == plain.scores
+    assert labelled.signature == plain.signature.replace("|trunc:", "|speakers:stripped|trunc:")
+    assert strip.score([["A: Hi!", "B: Hello."]]).scores == scorer.score([["Hi!", "Hello."]]).scores
+    assert scorer.score([["User: Hi!"]], ["Fine."]).scores != scorer.score([["Hi!"]], ["Fine."]).scores  # off: kept
+    with pytest.raises(ValueError, match=r"responses\[1\] is only a speaker label \('System: '\)"):
+        strip.score([["Hi!"], ["Hi!"]], ["Fine.", "System: "])
+    assert strip.with_preset("reference").strip_speaker_prefixes is True  # a preset switch keeps it
+
+
 def test_dialog_level_scores_whole_dialog(scorer):
     turn = scorer.score([["Hi!"]], ["Hello."])
     dialog = scorer.score([["Hi!", "Hello."]])

@@ -74,6 +74,9 @@ def test_every_load_setting_is_an_app_environment_variable():
     assert settings["batch_size"] == 3 and settings["max_turns"] == 2 and settings["progress"] is True
     assert settings["follow_ups"] == ["Why?", "What?"] and settings["gguf_file"] == "value-of-gguf_file"
     assert settings_from_env({})["progress"] is False and settings_from_env({})["model"] is None
+    # the app's text boxes take pasted "User: ..." lines: its scorer strips labels unless told not to
+    assert settings_from_env({})["strip_speaker_prefixes"] is True
+    assert settings_from_env({"FULL_STRIP_SPEAKER_PREFIXES": "0"})["strip_speaker_prefixes"] is False
 
 
 def test_every_app_environment_variable_has_exactly_one_meaning():
@@ -138,14 +141,16 @@ def test_the_cli_passes_every_setting_to_the_scorer(monkeypatch, tmp_path):
         "score", "in.jsonl", "-o", "out.jsonl", "--model", "m", "--gguf-file", "g", "--revision", "r",
         "--follow-ups", "paper", "--positive-follow-ups", "positive", "--aggregation", "mean", "--preset", "paper",
         "--rendering", "speaker", "--device", "cpu", "--dtype", "bfloat16", "--batch-size", "2",
-        "--max-batch-tokens", "99", "--context-budget", "50", "--max-turns", "3", "--no-progress",
+        "--max-batch-tokens", "99", "--context-budget", "50", "--max-turns", "3", "--strip-speaker-prefixes",
+        "--no-progress",
     ])
     with pytest.raises(ZeroDivisionError):
         cli._make_scorer(args)
     assert seen == {"model": "m", "gguf_file": "g", "revision": "r", "follow_ups": "paper",
                     "positive_follow_ups": "positive", "aggregation": "mean", "preset": "paper",
                     "rendering": "speaker", "device": "cpu", "dtype": "bfloat16", "batch_size": 2,
-                    "max_batch_tokens": 99, "context_budget": 50, "max_turns": 3, "progress": False}
+                    "max_batch_tokens": 99, "context_budget": 50, "max_turns": 3, "strip_speaker_prefixes": True,
+                    "progress": False}
 
 
 def test_an_unknown_setting_is_named():

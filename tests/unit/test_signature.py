@@ -20,6 +20,11 @@ def test_the_string_is_the_one_signature_format_and_reads_back():
     assert str(parsed) == text and parsed.truncation == "left:128" and parsed.max_turns == "50"
     with_praise = make_signature(**SETTINGS, positive_follow_ups=("Great answer!",))
     assert "|pos:custom-1-" in with_praise and str(Signature.parse(with_praise)) == with_praise
+    assert "speakers:" not in text
+    stripped = make_signature(**SETTINGS, strip_speaker_prefixes=True)
+    assert stripped == text.replace("|trunc:", "|speakers:stripped|trunc:")
+    assert str(Signature.parse(stripped)) == stripped and Signature.parse(stripped).speakers == "stripped"
+    assert Signature.parse(stripped).differences(text) == ["speakers: stripped vs (none)"]
 
 
 def test_the_golden_and_adapted_signatures_read_back_byte_for_byte():

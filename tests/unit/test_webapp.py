@@ -16,7 +16,7 @@ SMALL = Limits(turns=3, characters=200, candidates=2, rows=2, upload_bytes=500)
 
 
 def test_parse_dialog_and_limits():
-    assert parse_dialog("User: Hi!\n\nSystem: Hello!\n") == ["Hi!", "Hello!"]
+    assert parse_dialog("User: Hi!\n\nSystem: Hello!\n") == ["User: Hi!", "System: Hello!"]  # the scorer strips
     with pytest.raises(InputError, match="4 turns; the limit is 3"):
         parse_dialog("a\nb\nc\nd", SMALL)
     with pytest.raises(InputError, match="201 characters; the limit is 200"):
@@ -185,5 +185,6 @@ def test_switching_preset_keeps_the_run_options_in_the_command_line_and_the_app(
     chosen, _ = _Handlers(scorer, Limits()).settings("reference", PRESET_CHOICE, "", "", PRESET_CHOICE)
     assert chosen.preset == "reference" and chosen.loaded is scorer.loaded
     assert {k: getattr(chosen, k) for k in FullScorer.RUN_OPTIONS} == {
-        "batch_size": 3, "max_batch_tokens": scorer.max_batch_tokens, "context_budget": 40, "progress": False}
+        "batch_size": 3, "max_batch_tokens": scorer.max_batch_tokens, "context_budget": 40,
+        "strip_speaker_prefixes": True, "progress": False}
     assert chosen.max_turns == 50 and chosen.rendering == "reference"  # the preset's own settings
