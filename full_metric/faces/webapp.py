@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..aggregate import AGGREGATIONS
+from ..errors import UsageError
 from ..follow_ups import PAPER_FIVE
 from ..presets import fitting_presets
 from ..scorer import FullScorer
@@ -104,10 +105,10 @@ class _Handlers:
 
         try:
             context, options = parse_dialog(dialog, self.limits), parse_candidates(candidates, self.limits)
-        except InputError as error:
+            chosen, options_out = self.settings(*options_in)
+            result = chosen.score([context] * len(options), options, **options_out)
+        except UsageError as error:  # the limits', and the scorer's checks of the input (before model work)
             raise gr.Error(str(error)) from None
-        chosen, options_out = self.settings(*options_in)
-        result = chosen.score([context] * len(options), options, **options_out)
         names = candidate_labels(options)  # one label per candidate, the same in the table and the chart
         ranked = pd.DataFrame([(r, names[options.index(c)], c, round(s, 3)) for r, c, s in rank(options, result.scores)],
                               columns=["rank", "candidate", "response", "score"])
@@ -118,12 +119,12 @@ class _Handlers:
 
         try:
             turns = parse_dialog(dialog, self.limits)
-        except InputError as error:
+            if not turns:
+                raise InputError("the dialog is empty")
+            chosen, options_out = self.settings(*options_in)
+            result = chosen.score([turns], **options_out)
+        except UsageError as error:
             raise gr.Error(str(error)) from None
-        if not turns:
-            raise gr.Error("the dialog is empty")
-        chosen, options_out = self.settings(*options_in)
-        result = chosen.score([turns], **options_out)
         chart = self.chart(["dialog"], result.follow_ups, result.follow_up_log_likelihoods)
         return f"{result.scores[0]:.3f}", chart, result.signature
 

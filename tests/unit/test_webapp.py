@@ -188,3 +188,26 @@ def test_switching_preset_keeps_the_run_options_in_the_command_line_and_the_app(
         "batch_size": 3, "max_batch_tokens": scorer.max_batch_tokens, "context_budget": 40,
         "strip_speaker_prefixes": True, "progress": False}
     assert chosen.max_turns == 50 and chosen.rendering == "reference"  # the preset's own settings
+
+
+def test_the_apps_scorer_strips_speaker_labels_and_says_so(tiny_blenderbot_path, monkeypatch):
+    """The app passes strip_speaker_prefixes to its scorer (on unless FULL_STRIP_SPEAKER_PREFIXES=0)
+    instead of stripping the text boxes itself: the signature shows it, and a candidate that is only a
+    label is a message, not a crash."""
+    import gradio as gr
+
+    from full_metric.faces.webapp import PRESET_CHOICE, _Handlers, scorer_from_env
+
+    monkeypatch.setenv("FULL_MODEL", str(tiny_blenderbot_path))
+    handlers = _Handlers(scorer_from_env(), Limits())
+    options = (handlers.scorer.preset, PRESET_CHOICE, "", "", PRESET_CHOICE)
+    ranked, _, signature = handlers.score_turn("User: Hi!\nSystem: How was your weekend?", "User: Great, thanks.",
+                                               *options)
+    plain = FullScorer(tiny_blenderbot_path, device="cpu", progress=False)
+    expected = plain.score([["Hi!", "How was your weekend?"]], ["Great, thanks."])
+    assert ranked["score"][0] == round(expected.scores[0], 3)
+    assert signature == expected.signature.replace("|trunc:", "|speakers:stripped|trunc:")
+    with pytest.raises(gr.Error, match="only a speaker label"):
+        handlers.score_turn("Hi!", "System:", *options)
+    monkeypatch.setenv("FULL_STRIP_SPEAKER_PREFIXES", "0")
+    assert "speakers:" not in _Handlers(scorer_from_env(), Limits()).score_dialog("User: Hi!", *options)[2]
