@@ -20,6 +20,7 @@ JUDGES = {
     "complaints-64": ("complaints, 64 pairs", "adaptation-complaints-64.json"),
     "complaints-192": ("complaints, 192 pairs", "adaptation-complaints-192.json"),
     "complaints-swept-192": ("complaints, 192 pairs, the sweep's settings", "adaptation-complaints-swept-192.json"),
+    "complaints-384": ("complaints, 384 pairs", "adaptation-complaints-384.json"),
 }
 #: The settings sweep's runs, in reproduce.sh's order (the rule's ties go to the earlier one).
 SWEEP = ("default", "lr1e-3", "lr1e-3-margin2", "lr1e-3-lm0.5", "lr1e-3-mix")
@@ -57,9 +58,12 @@ def _sweep(wall: dict) -> str:
         rows.append(f"| {name} | {r['learning_rate']:g} | {r['margin']:g} | {r['lm_weight']:g} | {mix} | "
                     f"{r['held_out_pair_accuracy_after']:.2f} | {r['held_out_loss_before']:.4f} -> "
                     f"{r['held_out_loss_after']:.4f} | {'' if seconds is None else f'{seconds / 60:.0f} min'} |")
-    chosen = HERE / "sweep" / "chosen.txt"
-    choice = (f"Chosen by the rule: **{chosen.read_text().strip()}**." if chosen.is_file()
+    chosen, final = HERE / "sweep" / "chosen.txt", HERE / "sweep" / "chosen-192.txt"
+    choice = (f"Chosen by the rule at 64 pairs: **{chosen.read_text().strip()}**." if chosen.is_file()
               else "Not chosen yet (reproduce.sh runs the sweep).")
+    if final.is_file():
+        choice += (f" The same rule at 192 pairs (the sweep's settings against the defaults' complaints-192): "
+                   f"**{final.read_text().strip()}**, whose settings the 384-pair judge uses.")
     return ("| run | learning rate | margin | LM weight | corruption mix | held-out pair accuracy | held-out loss | "
             "wall time |\n|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n\n" + choice)
 
@@ -67,11 +71,13 @@ def _sweep(wall: dict) -> str:
 def main(data_folder: str = "../shared/data") -> None:
     data = {p.stem: str(p) for p in Path(data_folder).iterdir() if p.suffix in (".json", ".jsonl")}
     wall = json.loads((HERE / "wall.json").read_text()) if (HERE / "wall.json").is_file() else {}
-    chosen = HERE / "sweep" / "chosen.txt"
+    chosen, final = HERE / "sweep" / "chosen.txt", HERE / "sweep" / "chosen-192.txt"
     if chosen.is_file() and chosen.read_text().strip() == "default":  # then complaints-192 is the sweep's judge
         JUDGES.pop("complaints-swept-192")
+    #: judges adapted but, by the held-out rule, not measured against people
+    unmeasured = ({"complaints-swept-192"} if final.is_file() and final.read_text().strip() == "default" else set())
     measured = {f: l for f, (l, _) in JUDGES.items() if (HERE / f / "scores.json").is_file()}
-    missing = [l for f, (l, _) in JUDGES.items() if f not in measured]
+    missing = [l for f, (l, _) in JUDGES.items() if f not in measured and f not in unmeasured]
     scores = {f: json.loads((HERE / f / "scores.json").read_text()) for f in measured}
     rows, commands = [], []
     for folder, label in measured.items():

@@ -84,9 +84,27 @@ print(max(fit, key=lambda n: (records[n]["held_out_pair_accuracy_after"], -order
 PY
 )
 echo "$chosen" > "$OUT/sweep/chosen.txt"
-if [ "$chosen" != default ]; then  # the default's 192-pair judge is complaints-192 above
+# The same rule at 192 pairs: the sweep's settings go on only if their 192-pair judge beats the defaults'
+# (complaints-192) on the held-out pairs; only the winner is measured against people and trained longer.
+winner=default
+if [ "$chosen" != default ]; then
   # shellcheck disable=SC2086
   adapt_complaints complaints-swept-192 192 ${SWEEP[$chosen]}
+  winner=$(python - "$OUT" "$chosen" <<'PY'
+import json, pathlib, sys
+out, chosen = pathlib.Path(sys.argv[1]), sys.argv[2]
+default, swept = (json.loads((out / f"adaptation-{n}.json").read_text()) for n in ("complaints-192", "complaints-swept-192"))
+fits = swept["held_out_loss_after"] <= swept["held_out_loss_before"]
+print(chosen if fits and swept["held_out_pair_accuracy_after"] > default["held_out_pair_accuracy_after"] else "default")
+PY
+)
+fi
+echo "$winner" > "$OUT/sweep/chosen-192.txt"
+if [ "$winner" != default ]; then
   measure judges/smollm2-complaints-swept-192 complaints-swept-192
 fi
+# The largest budget that fits this machine's session: 384 pairs with the winner's settings.
+# shellcheck disable=SC2086
+adapt_complaints complaints-384 384 ${SWEEP[$winner]}
+measure judges/smollm2-complaints-384 complaints-384
 python "$OUT/make_report.py" "$DATA"
