@@ -41,7 +41,8 @@ def _not_blank(path: Path) -> None:
 
 
 def test_turn_dialog_preset_and_batch_in_a_browser(app_url, tiny_blenderbot_path, tmp_path):
-    scorer = FullScorer(tiny_blenderbot_path, device="cpu", progress=False)
+    # as the app makes its scorer: speaker labels stripped (FULL_STRIP_SPEAKER_PREFIXES unset)
+    scorer = FullScorer(tiny_blenderbot_path, device="cpu", progress=False, strip_speaker_prefixes=True)
     expected = scorer.score([DIALOG.splitlines()] * 2, CANDIDATES).scores
     best = CANDIDATES[0] if expected[0] > expected[1] else CANDIDATES[1]
     whole = DIALOG.splitlines() + [CANDIDATES[0]]
