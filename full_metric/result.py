@@ -22,8 +22,8 @@ def follow_up_tag(follow_ups: Sequence[str]) -> str:
 OPTIONAL_FIELDS = ("speakers", "positive_follow_ups")
 #: The signature's fields in order: (key in the string, attribute of :class:`Signature`).
 SIGNATURE_FIELDS = (("full", "version"), ("model", "model"), ("dtype", "dtype"), ("engine", "engine"),
-                    ("render", "rendering"), ("speakers", "speakers"), ("trunc", "truncation"), ("turns", "max_turns"), ("fu", "follow_ups"),
-                    ("pos", "positive_follow_ups"), ("agg", "aggregation"), ("level", "level"))
+                    ("render", "rendering"), ("speakers", "speakers"), ("trunc", "truncation"),
+                    ("turns", "max_turns"), ("fu", "follow_ups"), ("pos", "positive_follow_ups"), ("agg", "aggregation"), ("level", "level"))
 
 
 @dataclass(frozen=True)

@@ -165,7 +165,7 @@ class FullSettings:
                 f"strip_speaker_prefixes={self.strip_speaker_prefixes}: it is a load setting (the signature "
                 f"records it); pass it to evaluate.load(...)")
 
-    def check_dialogs(self, contexts: Any, responses: Any = None) -> list[list[str]]:
+    def check_input(self, contexts: Any, responses: Any = None) -> list[list[str]]:
         """:func:`full_metric.inputs.check_dialogs`, and a response that is only a speaker label
         refused when labels are stripped: before evaluate stores anything."""
         dialogs = check_dialogs(contexts, responses)
@@ -209,10 +209,10 @@ class FULL(FullSettings, evaluate.Metric):
             if isinstance(predictions, (str, bytes)) or not isinstance(predictions, Sequence):
                 raise UsageTypeError(f"predictions must be a list of dialogs, got {type(predictions).__name__}")
             dialogs = [_as_turns(p) for p in predictions]
-            self.check_dialogs(dialogs)
+            self.check_input(dialogs)
             return dialogs, None
         contexts = self.contexts(references)
-        self.check_dialogs(contexts, predictions)
+        self.check_input(contexts, predictions)
         return list(predictions), contexts
 
     def add_batch(self, *, predictions: Any = None, references: Any = None, **kwargs: Any) -> None:

@@ -34,6 +34,11 @@ EXAMPLES = [
 ]
 
 
+#: Where the app's default differs from the setting's: no progress bar in a server's log, and labels
+#: pasted into the text boxes ("User: ...") removed.
+APP_DEFAULTS = {"progress": False, "strip_speaker_prefixes": True}
+
+
 def settings_from_env(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The scorer's settings from ``FULL_<NAME>`` environment variables (``FULL_MODEL``,
     ``FULL_GGUF_FILE``, ``FULL_PRESET``, ``FULL_DEVICE``..., one per load setting of
@@ -45,11 +50,7 @@ def settings_from_env(environ: Mapping[str, str] | None = None) -> dict[str, Any
     for name in ("follow_ups", "positive_follow_ups"):  # a set name, or one follow-up per line
         if isinstance(settings[name], str) and "\n" in settings[name].strip():
             settings[name] = [line.strip() for line in settings[name].splitlines() if line.strip()]
-    if settings["progress"] is None:
-        settings["progress"] = False
-    if settings["strip_speaker_prefixes"] is None:
-        settings["strip_speaker_prefixes"] = True
-    return settings
+    return {**settings, **{k: v for k, v in APP_DEFAULTS.items() if settings[k] is None}}
 
 
 def scorer_from_env() -> FullScorer:

@@ -24,6 +24,12 @@ JUDGES = {
 }
 #: The settings sweep's runs, in reproduce.sh's order (the rule's ties go to the earlier one).
 SWEEP = ("default", "lr1e-3", "lr1e-3-margin2", "lr1e-3-lm0.5", "lr1e-3-mix")
+#: The sweep's choice at 64 pairs, and the same rule's at 192 pairs (written by reproduce.sh).
+CHOSEN, CHOSEN_192 = HERE / "sweep" / "chosen.txt", HERE / "sweep" / "chosen-192.txt"
+
+
+def _read(path: Path) -> str | None:
+    return path.read_text().strip() if path.is_file() else None
 #: The measures item 4 of the issue asks to beat the base on (data set, level, measure).
 RECOMMEND_IF = [("fed_data", "turn", "Spearman, pooled"), ("usr-topicalchat", "turn", "Spearman, within context"),
                 ("usr-personachat", "turn", "Spearman, within context")]
@@ -58,12 +64,12 @@ def _sweep(wall: dict) -> str:
         rows.append(f"| {name} | {r['learning_rate']:g} | {r['margin']:g} | {r['lm_weight']:g} | {mix} | "
                     f"{r['held_out_pair_accuracy_after']:.2f} | {r['held_out_loss_before']:.4f} -> "
                     f"{r['held_out_loss_after']:.4f} | {'' if seconds is None else f'{seconds / 60:.0f} min'} |")
-    chosen, final = HERE / "sweep" / "chosen.txt", HERE / "sweep" / "chosen-192.txt"
-    choice = (f"Chosen by the rule at 64 pairs: **{chosen.read_text().strip()}**." if chosen.is_file()
+    chosen, final = _read(CHOSEN), _read(CHOSEN_192)
+    choice = (f"Chosen by the rule at 64 pairs: **{chosen}**." if chosen
               else "Not chosen yet (reproduce.sh runs the sweep).")
-    if final.is_file():
+    if final:
         choice += (f" The same rule at 192 pairs (the sweep's settings against the defaults' complaints-192): "
-                   f"**{final.read_text().strip()}**, whose settings the 384-pair judge uses.")
+                   f"**{final}**, whose settings the 384-pair judge uses.")
     return ("| run | learning rate | margin | LM weight | corruption mix | held-out pair accuracy | held-out loss | "
             "wall time |\n|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n\n" + choice)
 
@@ -71,11 +77,10 @@ def _sweep(wall: dict) -> str:
 def main(data_folder: str = "../shared/data") -> None:
     data = {p.stem: str(p) for p in Path(data_folder).iterdir() if p.suffix in (".json", ".jsonl")}
     wall = json.loads((HERE / "wall.json").read_text()) if (HERE / "wall.json").is_file() else {}
-    chosen, final = HERE / "sweep" / "chosen.txt", HERE / "sweep" / "chosen-192.txt"
-    if chosen.is_file() and chosen.read_text().strip() == "default":  # then complaints-192 is the sweep's judge
+    if _read(CHOSEN) == "default":  # then complaints-192 is the sweep's judge
         JUDGES.pop("complaints-swept-192")
-    #: judges adapted but, by the held-out rule, not measured against people
-    unmeasured = ({"complaints-swept-192"} if final.is_file() and final.read_text().strip() == "default" else set())
+    # judges adapted but, by the held-out rule, not measured against people
+    unmeasured = {"complaints-swept-192"} if _read(CHOSEN_192) == "default" else set()
     measured = {f: l for f, (l, _) in JUDGES.items() if (HERE / f / "scores.json").is_file()}
     missing = [l for f, (l, _) in JUDGES.items() if f not in measured and f not in unmeasured]
     scores = {f: json.loads((HERE / f / "scores.json").read_text()) for f in measured}

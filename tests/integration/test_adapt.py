@@ -331,6 +331,9 @@ def test_the_command_line_adapts_on_complaints(learnable, tiny_blenderbot_path, 
     with pytest.raises(SystemExit):  # a mix that is not KIND=WEIGHT is refused by the parser
         main(["adapt", str(learnable), "-o", str(tmp_path / "x"), "--objective", "complaints", "--mix", "other"])
     assert "'other' is not KIND=WEIGHT" in capsys.readouterr().err
+    assert main(["adapt", str(learnable), "-o", str(tmp_path / "x"), "--model", str(tiny_blenderbot_path),
+                 "--objective", "complaints", "--mix", "shuffle=1"]) == 2  # adapt checks the kinds, one line
+    assert "unknown corruption(s) ['shuffle']" in capsys.readouterr().err and not (tmp_path / "x").exists()
     assert f"+adapted:{record['digest']}|" in FullScorer(str(out), progress=False).signature()
 
 
