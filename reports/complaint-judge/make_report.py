@@ -21,6 +21,7 @@ JUDGES = {
     "complaints-192": ("complaints, 192 pairs", "adaptation-complaints-192.json"),
     "complaints-swept-192": ("complaints, 192 pairs, the sweep's settings", "adaptation-complaints-swept-192.json"),
     "complaints-384": ("complaints, 384 pairs", "adaptation-complaints-384.json"),
+    "complaints-1000": ("complaints, 1000 pairs", "adaptation-complaints-1000.json"),
 }
 #: The settings sweep's runs, in reproduce.sh's order (the rule's ties go to the earlier one).
 SWEEP = ("default", "lr1e-3", "lr1e-3-margin2", "lr1e-3-lm0.5", "lr1e-3-mix")

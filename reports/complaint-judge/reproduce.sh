@@ -87,7 +87,9 @@ echo "$chosen" > "$OUT/sweep/chosen.txt"
 # The same rule at 192 pairs: the sweep's settings go on only if their 192-pair judge beats the defaults'
 # (complaints-192) on the held-out pairs; only the winner is measured against people and trained longer.
 winner=default
-if [ "$chosen" != default ]; then
+if [ -f "$OUT/sweep/chosen-192.txt" ]; then  # compared already (its judge may be gone)
+  winner=$(cat "$OUT/sweep/chosen-192.txt")
+elif [ "$chosen" != default ]; then
   # shellcheck disable=SC2086
   adapt_complaints complaints-swept-192 192 ${SWEEP[$chosen]}
   winner=$(python - "$OUT" "$chosen" <<'PY'
@@ -103,8 +105,12 @@ echo "$winner" > "$OUT/sweep/chosen-192.txt"
 if [ "$winner" != default ]; then
   measure judges/smollm2-complaints-swept-192 complaints-swept-192
 fi
-# The largest budget that fits this machine's session: 384 pairs with the winner's settings.
+# Longer runs with the winner's settings: 384 pairs (27 min here), and 1000 pairs, the largest that fits
+# one session of this 2-core machine beside its other work (training about an hour, agreement 15 min).
 # shellcheck disable=SC2086
 adapt_complaints complaints-384 384 ${SWEEP[$winner]}
 measure judges/smollm2-complaints-384 complaints-384
+# shellcheck disable=SC2086
+adapt_complaints complaints-1000 1000 ${SWEEP[$winner]}
+measure judges/smollm2-complaints-1000 complaints-1000
 python "$OUT/make_report.py" "$DATA"
