@@ -48,6 +48,8 @@ class RatedData:
     #: the rating FULL is checked against unless another aspect is asked for: FED's Overall, or a
     #: table's score field (the one place this is decided)
     aspect: str = FED_ASPECT
+    #: the format it was read from: ``fed`` (each dialog its own context) or ``table``
+    fmt: str = "table"
 
     def level(self, level: str) -> list[RatedItem]:
         return [i for i in self.items if i.level == level]
@@ -107,7 +109,8 @@ def read_fed(path: str | Path, skip_invalid: bool = False) -> RatedData:
         raise RatedFileError(f"{path}: not a UTF-8 JSON file ({error})") from None
     if not isinstance(raw, list):
         raise RatedFileError(f"{path}: expected a JSON array of items (the FED format)")
-    return _collect(((f"{path}, item {i}", item) for i, item in enumerate(raw)), _fed_item, skip_invalid)
+    return replace(_collect(((f"{path}, item {i}", item) for i, item in enumerate(raw)), _fed_item, skip_invalid),
+                   fmt="fed")
 
 
 def read_table(

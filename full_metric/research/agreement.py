@@ -23,7 +23,7 @@ from ..errors import UsageError
 from ..scorer import FullScorer
 from .correlation import correlate
 from .human_eval import score_items
-from ..files.rated_files import RatedData, RatedItem, is_fed, read_rated
+from ..files.rated_files import RatedData, RatedItem, read_rated
 from .systems import system_agreement
 
 #: Replies that fit any context and say nothing.
@@ -98,8 +98,8 @@ def agreement(
     human-written answers and the replies are scored). ``scores_out``: a list that receives, per
     level, each item's key (:func:`item_key`: no text of the data set) and score and the generic
     replies' scores, so that two judges can be compared item by item (:mod:`full_metric.research.paired`)."""
-    fed = is_fed(path)
     data: RatedData = read_rated(path, score_field="human")
+    fed = data.fmt == "fed"
     aspect = data.aspect
     name = Path(path).stem
     rows: list[dict[str, Any]] = []

@@ -7,6 +7,7 @@ Used by the ``correlate`` and ``rank-follow-ups`` commands; knows no file format
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from typing import Any, Sequence
 
 from .correlation import METHODS, correlate
@@ -117,7 +118,7 @@ def split_holdout(data: RatedData, fraction: float, seed: int = 0) -> tuple[Rate
         cut = round(len(items) * (1 - fraction))
         select += [items[k] for k in sorted(order[:cut])]
         report += [items[k] for k in sorted(order[cut:])]
-    return RatedData(select, data.skipped, data.aspect), RatedData(report, data.skipped, data.aspect)
+    return replace(data, items=select), replace(data, items=report)
 
 
 def subset_result(result: FullResult, follow_ups: Sequence[str], aggregation: str) -> list[float]:

@@ -158,7 +158,7 @@ def read_levels(kept: dict[str, Any], data: dict[str, str]) -> dict[tuple[str, s
     """The levels of one judge's ``scores.json`` (preset ``paper`` or its only preset), each joined
     with its rated items (``data``: data set name -> rated file) and whether it has a
     within-context measure (USR turn level)."""
-    from ..files.rated_files import is_fed, read_rated
+    from ..files.rated_files import read_rated
 
     found, files = {}, {}
     for level in kept["levels"]:
@@ -168,7 +168,7 @@ def read_levels(kept: dict[str, Any], data: dict[str, str]) -> dict[tuple[str, s
         if name not in files:
             files[name] = read_rated(data[name], score_field="human")
         items = [i for i in files[name].level(level["level"]) if level["aspect"] in i.ratings]
-        fed = is_fed(data[name])
+        fed = files[name].fmt == "fed"
         found[(name, level["level"])] = (level_of(level, items), level["level"] == "turn" and not fed)
     return found
 

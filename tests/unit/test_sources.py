@@ -66,3 +66,5 @@ def test_fed_is_a_json_array_of_annotated_items(files):
     assert is_fed(fed) and not is_fed(files / "array.json") and not is_fed(files / "lines.json")
     data = read_rated(fed)
     assert data.aspect == "Overall" and data.items[0].ratings["Overall"] == 4.5
+    # the format is read once and carried (agreement and paired comparisons treat FED dialogs as their own contexts)
+    assert data.fmt == "fed" and read_rated(files / "lines.json", score_field="human").fmt == "table"
