@@ -70,7 +70,7 @@ def _sweep(wall: dict) -> str:
               else "Not chosen yet (reproduce.sh runs the sweep).")
     if final:
         choice += (f" The same rule at 192 pairs (the sweep's settings against the defaults' complaints-192): "
-                   f"**{final}**, whose settings the 384-pair judge uses.")
+                   f"**{final}**, whose settings the 384- and 1000-pair judges use.")
     return ("| run | learning rate | margin | LM weight | corruption mix | held-out pair accuracy | held-out loss | "
             "wall time |\n|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n\n" + choice)
 
@@ -102,16 +102,16 @@ def main(data_folder: str = "../shared/data") -> None:
         for row in paired:
             changes.append(f"| {label} | {row['data_set']} | {row['level']} | {row['measure']} | {row['base']:.3f} | "
                            f"{row['judge']:.3f} | {_cell(row['change'], row['ci_low'], row['ci_high'])} |")
-        better = all(any((r["data_set"], r["level"], r["measure"]) == key and r["ci_low"] > 0 for r in paired)
-                     for key in RECOMMEND_IF)
+        short = [" ".join(key) for key in RECOMMEND_IF
+                 if not any((r["data_set"], r["level"], r["measure"]) == key and r["ci_low"] > 0 for r in paired)]
         worse = [f"{r['data_set']} {r['level']} {r['measure']}" for r in paired
                  if (r["ci_low"] > 0 if r["measure"] in LOWER_IS_BETTER else r["ci_high"] < 0)]
         gains = [f"{r['data_set']} {r['level']} {r['measure']}" for r in paired
                  if (r["ci_high"] < 0 if r["measure"] in LOWER_IS_BETTER else r["ci_low"] > 0)]
         verdicts.append(f"- {label}: " + ("better than the base on FED turn level and on both USR sets within context, "
-                                          "intervals above zero" if better else
+                                          "intervals above zero" if not short else
                                           "not better than the base on all of FED turn level and USR within context "
-                                          "(some interval reaches zero or below)")
+                                          f"(the interval reaches zero or below on: {', '.join(short)})")
                         + (f"; worse beyond its interval on: {', '.join(worse)}" if worse else
                            "; worse beyond its interval on no measure")
                         + (f"; better beyond its interval on: {', '.join(gains)}" if gains else
@@ -119,7 +119,7 @@ def main(data_folder: str = "../shared/data") -> None:
     text = f"""# A judge that hears complaints: SmolLM2-135M-Instruct trained on FULL's own question
 
 Made by `bash reports/complaint-judge/reproduce.sh` (its steps: `full-metric adapt chitchat ...` with the
-`complaints` objective at two pair budgets and with the `dialogs` objective, a sweep of the complaints
+`complaints` objective at 64, 192, 384 and 1000 pairs and with the `dialogs` objective, a sweep of the complaints
 objective's settings judged on held-out synthetic pairs only, the chosen settings at 192 pairs, then
 `full-metric agreement ... --presets paper` for each judge, then this file by
 `python reports/complaint-judge/make_report.py`).
