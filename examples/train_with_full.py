@@ -28,6 +28,7 @@ import torch.distributed as dist
 from transformers import Trainer, TrainingArguments
 
 from training_setup import load_policy, split
+from full_metric.files.distributed import teardown
 from full_metric.rendering import template_needs_user_first
 from full_metric.training import FullCallback, check_contexts, prompt_text
 
@@ -127,6 +128,7 @@ def main() -> None:
         keep = ("eval_full", "eval_full_ci_low", "eval_full_ci_high", "eval_full_n", "eval_full_signature")
         print(json.dumps({"before": {k: before[k] for k in keep}, "logged": logged,
                           "history": trainer.state.log_history, "wall_s": round(time.perf_counter() - started, 1)}))
+    teardown()  # under torchrun: wait for every rank, then leave the group (a rank exiting first can abort gloo)
 
 
 def _pad_id(tokenizer) -> int:
