@@ -23,7 +23,8 @@ OPTIONAL_FIELDS = ("speakers", "positive_follow_ups")
 #: The signature's fields in order: (key in the string, attribute of :class:`Signature`).
 SIGNATURE_FIELDS = (("full", "version"), ("model", "model"), ("dtype", "dtype"), ("engine", "engine"),
                     ("render", "rendering"), ("speakers", "speakers"), ("trunc", "truncation"),
-                    ("turns", "max_turns"), ("fu", "follow_ups"), ("pos", "positive_follow_ups"), ("agg", "aggregation"), ("level", "level"))
+                    ("turns", "max_turns"), ("fu", "follow_ups"), ("pos", "positive_follow_ups"),
+                    ("agg", "aggregation"), ("level", "level"))
 
 
 @dataclass(frozen=True)

@@ -28,13 +28,15 @@ SWEEP = ("default", "lr1e-3", "lr1e-3-margin2", "lr1e-3-lm0.5", "lr1e-3-mix")
 #: The sweep's choice at 64 pairs, and the same rule's at 192 pairs (written by reproduce.sh).
 CHOSEN, CHOSEN_192 = HERE / "sweep" / "chosen.txt", HERE / "sweep" / "chosen-192.txt"
 
-
-def _read(path: Path) -> str | None:
-    return path.read_text().strip() if path.is_file() else None
 #: The measures item 4 of the issue asks to beat the base on (data set, level, measure).
 RECOMMEND_IF = [("fed_data", "turn", "Spearman, pooled"), ("usr-topicalchat", "turn", "Spearman, within context"),
                 ("usr-personachat", "turn", "Spearman, within context")]
 LOWER_IS_BETTER = {"generic reply beats the human answer"}
+
+
+def _read(path: Path) -> str | None:
+    """A choice file's word, or ``None`` before reproduce.sh has written it."""
+    return path.read_text().strip() if path.is_file() else None
 
 
 def _cell(value: float, low: float, high: float) -> str:
