@@ -37,6 +37,7 @@ from ..models import ADAPTATION_FILE, native_bf16, resolve_device
 from ..scorer import FullScorer
 from ..version import __version__
 from . import complaints
+from .optimise import SCHEDULES, Run, warmup_steps
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +86,8 @@ class Adaptation:
     margin: float = 0.0
     lm_weight: float = 0.0
     corruption_mix: dict[str, float] = field(default_factory=dict)
+    schedule: str = "constant"
+    warmup_steps: int = 10
 
 
 #: The objectives of :func:`adapt`: ``dialogs`` (the language-modelling loss on whole dialogs) and
@@ -94,6 +97,14 @@ OBJECTIVES = ("dialogs", "complaints")
 #: natively: the complaints objective's step ran 1.6x faster so on a 2-core AVX512-BF16 CPU, measured
 #: in reports/complaint-judge), ``bfloat16``, ``none`` (float32).
 AUTOCASTS = ("auto", "bfloat16", "none")
+#: The held-out dialogs are at most this many (at least 200 held-out pairs need ``held_out`` x dialogs >= 200).
+MAX_HELD_OUT = 500
+#: The folder of the adapter alone inside a judge written with ``save_adapter``.
+ADAPTER_FOLDER = "adapter"
+#: The seed of the held-out split and the held-out pairs: one yardstick for every training seed.
+HELD_OUT_SEED = 0
+#: A run's checkpoint sits beside its output folder under this name (``.NAME.checkpoint``).
+CHECKPOINT_SUFFIX = ".checkpoint"
 #: Fields of :class:`Adaptation` that only the ``complaints`` objective sets: left out of a
 #: ``dialogs`` adaptation's digest, which stays what it was before they existed.
 COMPLAINT_FIELDS = ("objective", "pairs", "held_out_pairs", "held_out_pair_accuracy_before",
@@ -257,6 +268,10 @@ def adapt(
     lm_weight: float = 0.1,
     corruption_mix: dict[str, float] | None = None,
     autocast: str = "auto",
+    schedule: str = "linear",
+    resume: bool = False,
+    checkpoint_every: int = 25,
+    save_adapter: bool = False,
 ) -> Adaptation:
     """Continue training a judge (a Hub id, a local folder, a GGUF file or a model object with its
     ``tokenizer``) on the dialogs of ``sources`` (see :func:`read_dialogs`) and write a folder
@@ -270,26 +285,40 @@ def adapt(
     ``corruption_mix`` the corruptions' weights (default :data:`complaints.DEFAULT_MIX`); the
     held-out dialogs give held-out pairs (drawn with the default mix whatever ``corruption_mix``
     says, so runs that differ in it are measured on the same pairs) whose accuracy is measured
-    before and after. ``autocast``: one of :data:`AUTOCASTS` (``auto``: bfloat16 on an accelerator and on a CPU that
-    computes it natively, float32 elsewhere).
+    before and after. The held-out split and pairs are drawn with :data:`HELD_OUT_SEED` whatever
+    ``seed`` is (which orders and corrupts the training dialogs and seeds the weights' dropout), so
+    runs of every seed are measured on the same yardstick. ``autocast``: one of :data:`AUTOCASTS`
+    (``auto``: bfloat16 on an accelerator and on a CPU that computes it natively, float32 elsewhere).
+    ``schedule``: one of :data:`~full_metric.research.optimise.SCHEDULES`.
+
+    A checkpoint is written every ``checkpoint_every`` steps beside ``output`` (``.NAME.checkpoint``);
+    ``resume=True`` continues from it (the same settings only) to the judge an uninterrupted run
+    makes, and starts afresh when there is none; without ``resume`` an existing checkpoint is refused.
+    ``save_adapter``: also write the LoRA adapter alone (peft format, float16) to ``output/adapter``.
 
     Raises:
         AdaptError, DialogFileError: before any training step: an output that exists, an unknown
             method, no usable dialog, a budget smaller than one batch, a GGUF file without the
-            ``gguf`` package, a model that cannot be trained.
+            ``gguf`` package, a model that cannot be trained, a checkpoint without ``resume`` or
+            made with other settings.
     """
     output = Path(output)
-    _check_request(model, output, gguf_file, method, objective, autocast, held_out)
+    checkpoint = output.parent / f".{output.name}{CHECKPOINT_SUFFIX}"
+    _check_request(model, output, gguf_file, method, objective, autocast, held_out, schedule, checkpoint, resume,
+                   save_adapter)
     autocast_name = autocast
     mix = complaints.check_mix(corruption_mix or complaints.DEFAULT_MIX) if objective == "complaints" else {}
     dialogs = read_dialogs(sources)
     if not dialogs:
         raise AdaptError(f"no usable dialog in {list(sources)}: each needs at least two non-empty turns")
-    rng = random.Random(seed)
-    rng.shuffle(dialogs)
-    n_held = max(1, min(200, round(len(dialogs) * held_out)))
+    n_held = max(1, min(MAX_HELD_OUT, round(len(dialogs) * held_out)))
     if len(dialogs) < n_held + 1:
         raise AdaptError(f"{len(dialogs)} usable dialog(s): too few to hold {n_held} out and train on the rest")
+    rng = random.Random(HELD_OUT_SEED)
+    rng.shuffle(dialogs)  # the held-out split: the same for every seed
+    if seed != HELD_OUT_SEED:  # (seed 0 goes on with the split's generator, as before seeds split alike)
+        rng = random.Random(seed)
+        dialogs[n_held:] = rng.sample(dialogs[n_held:], len(dialogs) - n_held)
     torch.manual_seed(seed)
     scorer = FullScorer(model, tokenizer=tokenizer, gguf_file=gguf_file, preset=preset, rendering=rendering,
                         device=str(resolve_device(device)), dtype="float32",
@@ -300,7 +329,7 @@ def adapt(
     pairs: list[complaints.Pair] = []
     held_pairs: list[complaints.Pair] = []
     if objective == "complaints":
-        pairs, held_pairs = _complaint_pairs(scorer, dialogs, n_held, rng, seed, mix, max_pairs, batch_size)
+        pairs, held_pairs = _complaint_pairs(scorer, dialogs, n_held, rng, HELD_OUT_SEED, mix, max_pairs, batch_size)
         train_examples = [_example(scorer, [*p.context, p.real], len(p.context), max_length) for p in pairs]
         tokens = sum(len(i) + (len(t) if scorer.loaded.is_encoder_decoder else 0) for i, t in train_examples)
     else:
@@ -315,45 +344,67 @@ def adapt(
     scorer.model.train()
     judge = _with_lora(scorer.model, lora_rank, scorer.loaded.is_encoder_decoder) if method == "lora" else scorer.model
     _check_trainable(judge, name, batches[0], autocast)
-    before = _loss(judge, held_batches, autocast)
     rate = DEFAULT_LEARNING_RATE[method] if learning_rate is None else learning_rate
-    started = time.perf_counter()
-    max_context = max_length if objective == "complaints" else None
-    accuracy_before = (complaints.pair_accuracy(scorer, judge, held_pairs, max_context, batch_size)
-                       if objective == "complaints" else None)
-    if objective == "complaints":
-        _train_on_pairs(scorer, judge, pairs, batches, rate, autocast, max_context, margin, lm_weight, progress)
-    else:
-        _train_on_dialogs(judge, batches, rate, autocast, progress)
-    after = _loss(judge, held_batches, autocast)
-    accuracy_after = (complaints.pair_accuracy(scorer, judge, held_pairs, max_context, batch_size)
-                      if objective == "complaints" else None)
     record = Adaptation(
         base_model=name, base_revision=scorer.loaded.revision, sources=[Path(s).name for s in sources],
         dialogs=len(dialogs), training_examples=len(train_examples), training_tokens=tokens,
-        held_out_examples=sum(len(b["input_ids"]) for b in held_batches), held_out_loss_before=before,
-        held_out_loss_after=after, method=method, rendering=scorer.rendering, preset=scorer.preset,
+        held_out_examples=sum(len(b["input_ids"]) for b in held_batches), held_out_loss_before=0.0,
+        held_out_loss_after=0.0, method=method, rendering=scorer.rendering, preset=scorer.preset,
         max_tokens=max_tokens, batch_size=batch_size, max_length=max_length, learning_rate=rate,
         lora_rank=lora_rank if method == "lora" else 0, seed=seed,
         autocast=str(autocast).removeprefix("torch.") if autocast else "none", steps=len(batches),
-        seconds=time.perf_counter() - started, full_metric=__version__,
+        seconds=0.0, full_metric=__version__, schedule=schedule, warmup_steps=warmup_steps(schedule, len(batches)),
     )
     if objective == "complaints":
         record.objective, record.pairs, record.held_out_pairs = objective, len(pairs), len(held_pairs)
-        record.held_out_pair_accuracy_before, record.held_out_pair_accuracy_after = accuracy_before, accuracy_after
         record.margin, record.lm_weight, record.corruption_mix = margin, lm_weight, mix
+    run = Run(judge, rate=rate, steps=len(batches), schedule=schedule, checkpoint=checkpoint,
+              every=checkpoint_every, settings={**asdict(record), "held_out_examples": record.held_out_examples})
+    if not (resume and run.resume()):
+        run.measured = _measure(scorer, judge, held_batches, held_pairs, autocast, max_length, batch_size, objective)
+    record.held_out_loss_before = run.measured["loss"]
+    record.held_out_pair_accuracy_before = run.measured.get("pair_accuracy")
+    max_context = max_length if objective == "complaints" else None
+    if objective == "complaints":
+        _train_on_pairs(scorer, judge, pairs, batches, run, autocast, max_context, margin, lm_weight, progress)
+    else:
+        _train_on_dialogs(judge, batches, run, autocast, progress)
+    after = _measure(scorer, judge, held_batches, held_pairs, autocast, max_length, batch_size, objective)
+    record.held_out_loss_after = after["loss"]
+    record.held_out_pair_accuracy_after = after.get("pair_accuracy")
+    record.seconds = run.seconds
     record.digest = _digest(record)
+    adapter = _adapter_weights(judge) if save_adapter else None
     _write_judge(_plain_weights(judge.merge_and_unload() if method == "lora" else judge), scorer.tokenizer, record,
-                 output)
-    logger.info("adapted %s: held-out loss %.4f -> %.4f; written to %s", name, before, after, output)
+                 output, adapter)
+    run.finish()
+    logger.info("adapted %s: held-out loss %.4f -> %.4f; written to %s", name, record.held_out_loss_before,
+                record.held_out_loss_after, output)
     return record
 
 
+def _measure(scorer: FullScorer, judge: Any, held_batches: list[dict[str, torch.Tensor]],
+             held_pairs: list[complaints.Pair], autocast: torch.dtype | None, max_length: int, batch_size: int,
+             objective: str) -> dict[str, float]:
+    """The held-out language-modelling loss and, for the complaints objective, the held-out pair accuracy."""
+    measured = {"loss": _loss(judge, held_batches, autocast)}
+    if objective == "complaints":
+        measured["pair_accuracy"] = complaints.pair_accuracy(scorer, judge, held_pairs, max_length, batch_size)
+    return measured
+
+
 def _check_request(model: Any, output: Path, gguf_file: str | None, method: str, objective: str, autocast: str,
-                   held_out: float) -> None:
+                   held_out: float, schedule: str, checkpoint: Path, resume: bool, save_adapter: bool) -> None:
     """The refusals that need neither the dialogs nor the model."""
     if output.exists():
         raise AdaptError(f"{output} exists; give a new folder for the adapted judge")
+    if checkpoint.exists() and not resume:
+        raise AdaptError(f"{checkpoint} holds an interrupted run's checkpoint: repeat its command with --resume to "
+                         "continue it, or delete the checkpoint")
+    if schedule not in SCHEDULES:
+        raise AdaptError(f"unknown schedule {schedule!r}; choose one of {SCHEDULES}")
+    if save_adapter and method != "lora":
+        raise AdaptError("only a LoRA adaptation has an adapter to save alone (method='lora')")
     if method not in METHODS:
         raise AdaptError(f"unknown method {method!r}; choose one of {METHODS}")
     if objective not in OBJECTIVES:
@@ -406,39 +457,45 @@ def _with_lora(model: Any, rank: int, encoder_decoder: bool) -> Any:
                                             target_modules="all-linear", task_type=task))
 
 
-def _optimizer(judge: Any, rate: float) -> tuple[Any, Any]:
-    """AdamW over the trainable parameters, with a 10-step linear warm-up."""
-    optimizer = torch.optim.AdamW([p for p in judge.parameters() if p.requires_grad], lr=rate)
-    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / 10))
-
-
-def _train_on_dialogs(judge: Any, batches: list[dict[str, torch.Tensor]], rate: float, autocast: torch.dtype | None,
+def _train_on_dialogs(judge: Any, batches: list[dict[str, torch.Tensor]], run: Run, autocast: torch.dtype | None,
                       progress: bool) -> None:
-    """The ``dialogs`` objective: one pass of the language-modelling loss over the batches."""
-    optimizer, schedule = _optimizer(judge, rate)
-    for batch in tqdm(batches, disable=not progress, desc="adapting", unit="batch"):
+    """The ``dialogs`` objective: one pass of the language-modelling loss over the batches (from the
+    run's step on, when it resumed)."""
+    for batch in tqdm(batches[run.done :], disable=not progress, desc="adapting", unit="batch",
+                      initial=run.done, total=len(batches)):
+        started = time.perf_counter()
         with torch.autocast(judge.device.type, dtype=autocast, enabled=autocast is not None):
             loss = judge(**{k: v.to(judge.device) for k, v in batch.items()}).loss
-        _step(judge, loss, optimizer, schedule)
+        run.step(loss, time.perf_counter() - started)
 
 
 def _train_on_pairs(scorer: FullScorer, judge: Any, pairs: list[complaints.Pair],
-                    batches: list[dict[str, torch.Tensor]], rate: float, autocast: torch.dtype | None,
+                    batches: list[dict[str, torch.Tensor]], run: Run, autocast: torch.dtype | None,
                     max_context: int | None, margin: float, lm_weight: float, progress: bool) -> None:
-    """The ``complaints`` objective: one pass over the pairs, the pairwise loss plus ``lm_weight``
-    times the language-modelling loss of each pair's real dialog (``batches``, in pair order)."""
-    optimizer, schedule = _optimizer(judge, rate)
+    """The ``complaints`` objective: one pass over the pairs (from the run's step on, when it
+    resumed), the pairwise loss plus ``lm_weight`` times the language-modelling loss of each pair's
+    real dialog (``batches``, in pair order)."""
     size = len(batches[0]["input_ids"])
-    with tqdm(total=len(pairs), disable=not progress, desc="adapting (complaints)", unit="pair") as bar:
-        for start, batch in zip(range(0, len(pairs), size), batches):
-            chunk = pairs[start : start + size]
+    with tqdm(total=len(pairs), initial=min(len(pairs), run.done * size), disable=not progress,
+              desc="adapting (complaints)", unit="pair") as bar:
+        for index in range(run.done, len(batches)):
+            started = time.perf_counter()
+            chunk, batch = pairs[index * size : (index + 1) * size], batches[index]
             with torch.autocast(judge.device.type, dtype=autocast, enabled=autocast is not None):
                 loss = complaints.pair_loss(complaints.pair_margins(scorer, judge, chunk, max_context), margin)
                 if lm_weight:
                     loss = loss + lm_weight * judge(**{k: v.to(judge.device) for k, v in batch.items()}).loss
-            _step(judge, loss, optimizer, schedule)
+            run.step(loss, time.perf_counter() - started)
             bar.update(len(chunk))
             bar.set_postfix(loss=f"{float(loss.detach()):.3f}")
+
+
+def _adapter_weights(judge: Any) -> dict[str, Any]:
+    """The LoRA adapter alone, before it is merged: its peft config and float16 weights."""
+    from peft import get_peft_model_state_dict
+
+    weights = {k: v.detach().to("cpu", torch.float16).contiguous() for k, v in get_peft_model_state_dict(judge).items()}
+    return {"config": judge.peft_config["default"], "weights": weights}
 
 
 def _plain_weights(model: Any) -> Any:
@@ -455,33 +512,36 @@ def _digest(record: Adaptation) -> str:
     """The digest of every setting of the adaptation (not its timing or its measured accuracy; the
     ``complaints`` fields only for that objective), which FULL's signature carries as ``+adapted:``."""
     skip = ("seconds", "digest", "held_out_pair_accuracy_before", "held_out_pair_accuracy_after",
-            *(COMPLAINT_FIELDS if record.objective == "dialogs" else ()))
+            *(COMPLAINT_FIELDS if record.objective == "dialogs" else ()),
+            *(("schedule", "warmup_steps") if record.schedule == "constant" else ()))  # as before schedules
     settings = {k: v for k, v in asdict(record).items() if k not in skip}
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _write_judge(model: Any, tokenizer: Any, record: Adaptation, output: Path) -> None:
-    """Weights, tokenizer, ``adaptation.json`` and card, written under a temporary name and renamed:
-    an interrupted or failed write leaves no judge folder and no temporary one."""
+def _write_judge(model: Any, tokenizer: Any, record: Adaptation, output: Path,
+                 adapter: dict[str, Any] | None = None) -> None:
+    """Weights, tokenizer, ``adaptation.json`` and card (and the adapter alone in ``adapter/``, when
+    given), written under a temporary name and renamed: an interrupted or failed write leaves no
+    judge folder and no temporary one."""
     partial = output.parent / f".{output.name}.partial"
     try:
         shutil.rmtree(partial, ignore_errors=True)
         model.save_pretrained(partial)
+        if adapter is not None:
+            from safetensors.torch import save_file
+
+            (partial / ADAPTER_FOLDER).mkdir()
+            adapter["config"].save_pretrained(partial / ADAPTER_FOLDER)
+            save_file(adapter["weights"], partial / ADAPTER_FOLDER / "adapter_model.safetensors",
+                      metadata={"format": "pt"})
+            (partial / ADAPTER_FOLDER / ADAPTATION_FILE).write_text(json.dumps(asdict(record), indent=2),
+                                                                     encoding="utf-8")
         tokenizer.save_pretrained(partial)
         (partial / ADAPTATION_FILE).write_text(json.dumps(asdict(record), indent=2), encoding="utf-8")
         (partial / "README.md").write_text(card(record), encoding="utf-8")
         partial.rename(output)
     finally:
         shutil.rmtree(partial, ignore_errors=True)
-
-
-def _step(judge: Any, loss: torch.Tensor, optimizer: Any, schedule: Any) -> None:
-    """One optimisation step: backward, gradients clipped to norm 1, step, schedule, gradients dropped."""
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(judge.parameters(), 1.0)
-    optimizer.step()
-    schedule.step()
-    optimizer.zero_grad(set_to_none=True)
 
 
 def card(record: Adaptation) -> str:

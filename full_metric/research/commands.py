@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from ..errors import UsageError
+from .pairs import DEFAULT_MIX
 
 #: The settings ``adapt`` takes (a judge is adapted for one model, preset and rendering).
 ADAPT_SETTINGS = ("model", "gguf_file", "preset", "rendering", "device", "batch_size", "progress")
@@ -131,7 +132,8 @@ def _adapt_arguments(command: argparse.ArgumentParser, tools: Tools) -> None:
     command.add_argument("--method", choices=("lora", "full"), default="lora", help="LoRA through peft (default) or "
                          "full fine-tuning")
     command.add_argument("--max-tokens", type=int, default=250_000, help="the training token budget (default 250000)")
-    command.add_argument("--held-out", type=float, default=0.05, help="the fraction of dialogs held out (at most 200)")
+    command.add_argument("--held-out", type=float, default=0.05, help="the fraction of dialogs held out (at most 500; "
+                         "the held-out split and pairs are the same for every --seed)")
     command.add_argument("--max-length", type=int, default=512, help="tokens per example at most, the dialog's end "
                          "kept (default 512)")
     command.add_argument("--learning-rate", type=float, help="default 2e-4 for LoRA, 2e-5 for full fine-tuning")
@@ -148,9 +150,17 @@ def _adapt_arguments(command: argparse.ArgumentParser, tools: Tools) -> None:
     command.add_argument("--lm-weight", type=float, default=0.1,
                          help="complaints: the weight of the language-modelling regulariser (default 0.1)")
     command.add_argument("--mix", type=_corruption_mix, metavar="KIND=WEIGHT,...",
-                         help="complaints: how often each corruption is drawn for training (kinds: "
-                         "other, echo, far, truncated, generic; default other=0.4 and 0.15 each); the "
+                         help="complaints: how often each corruption is drawn for training (default "
+                         f"{','.join(f'{k}={v:g}' for k, v in DEFAULT_MIX.items())}); the "
                          "held-out pairs always use the default mix, so runs with different mixes compare")
+    command.add_argument("--schedule", choices=("linear", "constant"), default="linear",
+                         help="the learning rate: linear (warm-up over 5%% of the steps, then a linear decay to zero; "
+                         "default) or constant (after a 10-step warm-up)")
+    command.add_argument("--resume", action="store_true", help="continue an interrupted run from its checkpoint "
+                         "(beside the output folder, written every --checkpoint-every steps); the same settings only")
+    command.add_argument("--checkpoint-every", type=int, default=25, help="steps between checkpoints (default 25)")
+    command.add_argument("--save-adapter", action="store_true", help="LoRA: also write the adapter alone (peft "
+                         "format, float16) to OUTPUT/adapter")
 
 
 def _corruption_mix(text: str) -> dict[str, float]:
@@ -393,6 +403,8 @@ def _adapt(args: argparse.Namespace, tools: Tools) -> int:
                  held_out=args.held_out, max_length=args.max_length, learning_rate=args.learning_rate,
                  lora_rank=args.lora_rank, seed=args.seed, objective=args.objective, max_pairs=args.max_pairs,
                  margin=args.margin, lm_weight=args.lm_weight, autocast=args.autocast, corruption_mix=args.mix,
+                 schedule=args.schedule, resume=args.resume, checkpoint_every=args.checkpoint_every,
+                 save_adapter=args.save_adapter,
                  **given)
     pairs = (f"; held-out pair accuracy {done.held_out_pair_accuracy_before:.3f} -> {done.held_out_pair_accuracy_after:.3f}"
              if done.objective == "complaints" else "")

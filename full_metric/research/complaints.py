@@ -3,8 +3,9 @@ complaint likely after this reply?) from unlabeled dialogs, without any human ra
 
 From each dialog, a pair: the real next turn and a corrupted reply to the same context (a turn of
 another conversation, the context's last turn echoed, a far turn of the same conversation, the
-real turn truncated, or a short generic reply from :data:`TRAINING_GENERIC_REPLIES`, a list
-disjoint from the one ``agreement`` measures with). The loss is pairwise on FULL's own score for
+real turn truncated, a short generic reply from :data:`TRAINING_GENERIC_REPLIES`, a bare
+acknowledgement from :data:`TRAINING_ACKNOWLEDGEMENTS`, or a word of the real turn repeated; the
+lists are disjoint from every list of answers measured). The loss is pairwise on FULL's own score for
 that judge, preset and rendering, ``softplus(margin - (score(real) - score(corrupted)))``, plus
 ``lm_weight`` times the language-modelling loss of the real dialog (the ``dialogs`` objective's
 example) as a regulariser. :func:`dialog_scores` computes the score as the scorer does (its
@@ -16,8 +17,6 @@ proven); ``tests/integration/test_adapt.py`` proves it equal to
 
 from __future__ import annotations
 
-import random
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 import torch
@@ -30,72 +29,10 @@ from ..loglik import (
     _within_follow_ups,
 )
 from ..scorer import FullScorer
-
-CORRUPTIONS = ("other", "echo", "far", "truncated", "generic")
-#: How often each corruption is drawn (a corruption that does not apply to a dialog falls back to "other").
-DEFAULT_MIX = {"other": 0.4, "echo": 0.15, "far": 0.15, "truncated": 0.15, "generic": 0.15}
-#: Short generic replies for training pairs; none of them is one of ``agreement.GENERIC_REPLIES``.
-TRAINING_GENERIC_REPLIES = ("Okay.", "Hmm.", "Right.", "I see.", "Nice.", "Oh.", "Maybe.", "Cool.")
-#: A far turn is at least this many turns from the real next turn.
-FAR = 3
-
-
-@dataclass(frozen=True)
-class Pair:
-    """A context, its real next turn and a corrupted reply (``kind``: one of :data:`CORRUPTIONS`)."""
-
-    context: tuple[str, ...]
-    real: str
-    corrupted: str
-    kind: str
-
-
-def check_mix(mix: dict[str, float]) -> dict[str, float]:
-    """A corruption mix: known kinds, non-negative weights, not all zero."""
-    unknown = sorted(set(mix) - set(CORRUPTIONS))
-    if unknown:
-        raise UsageError(f"unknown corruption(s) {unknown}; choose from {CORRUPTIONS}")
-    if any(w < 0 for w in mix.values()) or not sum(mix.values()) > 0:
-        raise UsageError(f"corruption weights must be non-negative and not all zero, got {mix}")
-    return dict(mix)
-
-
-def make_pairs(dialogs: Sequence[Sequence[str]], rng: random.Random, mix: dict[str, float] = DEFAULT_MIX) -> list[Pair]:
-    """One pair per dialog (of two turns or more), cut at a random turn; the corruption drawn from ``mix``."""
-    kinds, weights = zip(*check_mix(mix).items())
-    pairs = []
-    for i, dialog in enumerate(dialogs):
-        k = rng.randint(1, len(dialog) - 1)
-        kind = rng.choices(kinds, weights)[0]
-        corrupted = _corrupt(kind, dialogs, i, k, rng)
-        if corrupted is None or corrupted.strip() == dialog[k].strip():
-            kind, corrupted = "other", _other(dialogs, i, rng)
-        if corrupted is not None and corrupted.strip() != dialog[k].strip():
-            pairs.append(Pair(tuple(dialog[:k]), dialog[k], corrupted, kind))
-    return pairs
-
-
-def _other(dialogs: Sequence[Sequence[str]], i: int, rng: random.Random) -> str | None:
-    if len(dialogs) < 2:
-        return None
-    j = rng.randrange(len(dialogs) - 1)
-    return rng.choice(list(dialogs[j + (j >= i)]))
-
-
-def _corrupt(kind: str, dialogs: Sequence[Sequence[str]], i: int, k: int, rng: random.Random) -> str | None:
-    dialog = dialogs[i]
-    if kind == "other":
-        return _other(dialogs, i, rng)
-    if kind == "echo":
-        return dialog[k - 1]
-    if kind == "far":
-        far = [m for m in range(len(dialog)) if abs(m - k) >= FAR]
-        return dialog[rng.choice(far)] if far else None
-    if kind == "truncated":
-        words = dialog[k].split()
-        return " ".join(words[: max(1, len(words) // 3)]) if len(words) >= 4 else None
-    return rng.choice(TRAINING_GENERIC_REPLIES)
-
+from .pairs import (  # noqa: F401 - the pairs' names, read through this module too
+    CORRUPTIONS, DEFAULT_MIX, FIVE_KIND_MIX, TRAINING_ACKNOWLEDGEMENTS, TRAINING_GENERIC_REPLIES, Pair, check_mix,
+    make_pairs, normalised,
+)
 
 def check_trainable(aggregation: str, positive: int) -> None:
     """Refuse an aggregation the objective cannot train: ``perplexity`` with positive follow-ups

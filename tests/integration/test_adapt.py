@@ -287,12 +287,6 @@ def test_held_out_pairs_are_the_same_whatever_the_training_mix(distinct):
     assert {p.kind for p in runs[1][0]} <= {"generic", "other"} and {p.kind for p in runs[0][0]} != {"generic"}
 
 
-def test_training_generic_replies_are_not_the_measured_ones():
-    from full_metric.research.agreement import GENERIC_REPLIES
-
-    assert not set(complaints.TRAINING_GENERIC_REPLIES) & set(GENERIC_REPLIES)
-
-
 @pytest.fixture(scope="module")
 def learnable(tmp_path_factory) -> Path:
     """Dialogs whose next turn is learnable: every "ping K" is answered "pong K"."""
@@ -359,3 +353,88 @@ def test_autocast_auto_follows_the_device_and_the_cpus_bfloat16(monkeypatch):
     monkeypatch.setattr(adapt_module, "native_bf16", lambda: None)
     assert adapt_module._autocast("auto", "cpu") is None and adapt_module._autocast("auto", "cuda") is torch.bfloat16
     assert adapt_module._autocast("none", "cuda") is None and adapt_module._autocast("bfloat16", "cpu") is torch.bfloat16
+
+
+# -- long runs: checkpoints, resume, the adapter alone --------------------------------------------
+from full_metric.research import optimise  # noqa: E402
+
+
+def _weights(folder: Path) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    return load_file(str(folder / "model.safetensors"))
+
+
+@pytest.mark.parametrize("kind", ["causal", "seq2seq"])
+def test_a_killed_run_resumed_makes_the_uninterrupted_judge(kind, learnable, llama_folder, tiny_blenderbot_path,
+                                                            tmp_path, monkeypatch):
+    """A LoRA complaints run (dropout on, the linear schedule) killed after its 5th step, with a
+    checkpoint every 2 steps, then resumed with --resume: the same judge, record and scores as a run
+    that was never stopped; the checkpoint is gone once the judge is written."""
+    base = str(llama_folder if kind == "causal" else tiny_blenderbot_path)
+    settings = dict(objective="complaints", max_pairs=32, batch_size=4, held_out=0.05, learning_rate=5e-3,
+                    lora_rank=4, checkpoint_every=2, progress=False, autocast="none", seed=3)
+    whole = adapt(base, [str(learnable)], tmp_path / "whole", **settings)
+    real_step = optimise.Run.step
+
+    def killed(self, loss, seconds=0.0):
+        real_step(self, loss, seconds)
+        if self.done == 5:
+            raise KeyboardInterrupt("killed")
+
+    monkeypatch.setattr(optimise.Run, "step", killed)
+    with pytest.raises(KeyboardInterrupt):
+        adapt(base, [str(learnable)], tmp_path / "judge", **settings)
+    checkpoint = tmp_path / ".judge.checkpoint"
+    assert checkpoint.exists() and not (tmp_path / "judge").exists()
+    assert torch.load(checkpoint, weights_only=False)["step"] == 4  # step 5's work is lost, redone on resume
+    with pytest.raises(AdaptError, match="--resume"):  # refused before any model work
+        adapt(base, [str(learnable)], tmp_path / "judge", **settings)
+    with pytest.raises(Exception, match="other settings"):
+        adapt(base, [str(learnable)], tmp_path / "judge", **{**settings, "margin": 2.0}, resume=True)
+    monkeypatch.setattr(optimise.Run, "step", real_step)
+    resumed = adapt(base, [str(learnable)], tmp_path / "judge", **settings, resume=True)
+    assert not checkpoint.exists()
+    assert (resumed.digest, resumed.steps, resumed.held_out_loss_before) == (whole.digest, whole.steps,
+                                                                              whole.held_out_loss_before)
+    assert resumed.held_out_loss_after == pytest.approx(whole.held_out_loss_after, rel=1e-5)
+    a, b = _weights(tmp_path / "whole"), _weights(tmp_path / "judge")
+    assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+    assert any(not torch.equal(a[k], v) for k, v in _weights(Path(base)).items() if k in a)  # it did train
+
+
+def test_resume_without_a_checkpoint_starts_afresh(learnable, llama_folder, tmp_path):
+    done = adapt(str(llama_folder), [str(learnable)], tmp_path / "j", objective="complaints", max_pairs=8,
+                 batch_size=4, held_out=0.05, lora_rank=4, progress=False, resume=True)
+    assert done.steps == 2 and (tmp_path / "j" / "adaptation.json").exists()
+
+
+@pytest.mark.parametrize("schedule, warmup", [("linear", 1), ("constant", 10)])
+def test_the_schedule_warms_up_then_decays(schedule, warmup):
+    weight = torch.nn.Parameter(torch.zeros(1))
+    judge = torch.nn.Module()
+    judge.weight = weight
+    run = optimise.Run(judge, rate=1.0, steps=20, schedule=schedule, checkpoint=None, every=1, settings={})
+    rates = []
+    for _ in range(20):
+        rates.append(run.optimizer.param_groups[0]["lr"])
+        run.step((weight * 0).sum() + weight.sum())
+    assert optimise.warmup_steps(schedule, 20) == warmup
+    if schedule == "linear":
+        assert rates[0] == 0 and rates[1] == pytest.approx(1.0) and rates[-1] == pytest.approx(1 / 19)
+        assert all(a >= b for a, b in zip(rates[1:], rates[2:]))
+    else:
+        assert rates[:10] == pytest.approx([k / 10 for k in range(10)]) and set(rates[10:]) == {1.0}
+
+
+def test_training_replies_are_disjoint_from_every_measured_list():
+    """No training reply is an answer any measurement uses, compared lower-cased and without
+    punctuation ("Ok" and "ok." count as one)."""
+    from full_metric.research.agreement import GENERIC_REPLIES
+    from full_metric.research.probe import PROBE_ANSWERS
+    from full_metric.research.pairs import TRAINING_ACKNOWLEDGEMENTS, TRAINING_GENERIC_REPLIES, normalised
+
+    assert normalised(" Ok") == normalised("ok.") == "ok" and normalised("Uh-huh.") == "uhhuh"
+    measured = {normalised(r) for r in (*GENERIC_REPLIES, *PROBE_ANSWERS)}
+    training = [normalised(r) for r in (*TRAINING_GENERIC_REPLIES, *TRAINING_ACKNOWLEDGEMENTS)]
+    assert len(set(training)) == len(training) and not set(training) & measured

@@ -1,0 +1,95 @@
+"""The pairs of the ``complaints`` objective: from each dialog, the real next turn and a corrupted
+reply to the same context. Plain Python (no torch), so the command line can name the defaults."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..errors import UsageError
+
+CORRUPTIONS = ("other", "echo", "far", "truncated", "generic", "acknowledgement", "repeated")
+#: How often each corruption is drawn (a corruption that does not apply to a dialog falls back to "other").
+#: ``acknowledgement`` and ``repeated`` were added (weights fixed before any run with them) because the
+#: gaming probe found a bare acknowledgement ("Ok.") and a repeated word beating the human's turn with the
+#: base judge, answers the first five kinds do not draw.
+DEFAULT_MIX = {"other": 0.3, "echo": 0.15, "far": 0.1, "truncated": 0.15, "generic": 0.1, "acknowledgement": 0.1,
+               "repeated": 0.1}
+#: The mix of the judges trained before the ``acknowledgement`` and ``repeated`` kinds existed.
+FIVE_KIND_MIX = {"other": 0.4, "echo": 0.15, "far": 0.15, "truncated": 0.15, "generic": 0.15}
+#: Short generic replies for training pairs; none of them is a measured answer (:func:`normalised`).
+TRAINING_GENERIC_REPLIES = ("Okay.", "Hmm.", "Right.", "I see.", "Nice.", "Oh.", "Maybe.", "Cool.")
+#: Bare acknowledgements for training pairs; none of them is a measured answer (:func:`normalised`).
+TRAINING_ACKNOWLEDGEMENTS = ("Alright.", "Got it.", "Yep.", "Mhm.", "Gotcha.", "Fine.", "Uh-huh.", "Sounds good.")
+#: A far turn is at least this many turns from the real next turn.
+FAR = 3
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A context, its real next turn and a corrupted reply (``kind``: one of :data:`CORRUPTIONS`)."""
+
+    context: tuple[str, ...]
+    real: str
+    corrupted: str
+    kind: str
+
+
+def normalised(reply: str) -> str:
+    """A reply lower-cased, without punctuation or extra spaces: how training replies are compared
+    with the answers measured, so that "Ok" and "ok." count as one."""
+    return " ".join("".join(ch for ch in reply.lower() if ch.isalnum() or ch.isspace()).split())
+
+
+def check_mix(mix: dict[str, float]) -> dict[str, float]:
+    """A corruption mix: known kinds, non-negative weights, not all zero."""
+    unknown = sorted(set(mix) - set(CORRUPTIONS))
+    if unknown:
+        raise UsageError(f"unknown corruption(s) {unknown}; choose from {CORRUPTIONS}")
+    if any(w < 0 for w in mix.values()) or not sum(mix.values()) > 0:
+        raise UsageError(f"corruption weights must be non-negative and not all zero, got {mix}")
+    return dict(mix)
+
+
+def make_pairs(dialogs: Sequence[Sequence[str]], rng: random.Random, mix: dict[str, float] = DEFAULT_MIX) -> list[Pair]:
+    """One pair per dialog (of two turns or more), cut at a random turn; the corruption drawn from ``mix``."""
+    kinds, weights = zip(*check_mix(mix).items())
+    pairs = []
+    for i, dialog in enumerate(dialogs):
+        k = rng.randint(1, len(dialog) - 1)
+        kind = rng.choices(kinds, weights)[0]
+        corrupted = _corrupt(kind, dialogs, i, k, rng)
+        if corrupted is None or corrupted.strip() == dialog[k].strip():
+            kind, corrupted = "other", _other(dialogs, i, rng)
+        if corrupted is not None and corrupted.strip() != dialog[k].strip():
+            pairs.append(Pair(tuple(dialog[:k]), dialog[k], corrupted, kind))
+    return pairs
+
+
+def _other(dialogs: Sequence[Sequence[str]], i: int, rng: random.Random) -> str | None:
+    if len(dialogs) < 2:
+        return None
+    j = rng.randrange(len(dialogs) - 1)
+    return rng.choice(list(dialogs[j + (j >= i)]))
+
+
+def _corrupt(kind: str, dialogs: Sequence[Sequence[str]], i: int, k: int, rng: random.Random) -> str | None:
+    dialog = dialogs[i]
+    if kind == "other":
+        return _other(dialogs, i, rng)
+    if kind == "echo":
+        return dialog[k - 1]
+    if kind == "far":
+        far = [m for m in range(len(dialog)) if abs(m - k) >= FAR]
+        return dialog[rng.choice(far)] if far else None
+    if kind == "truncated":
+        words = dialog[k].split()
+        return " ".join(words[: max(1, len(words) // 3)]) if len(words) >= 4 else None
+    if kind == "repeated":  # one word of the real turn, said two to four times
+        words = [w.strip(".,!?;:\"'()").lower() for w in dialog[k].split()]
+        words = [w for w in words if len(w) > 2]
+        return (" ".join([rng.choice(words)] * rng.randint(2, 4)).capitalize() + ".") if words else None
+    if kind == "acknowledgement":
+        return rng.choice(TRAINING_ACKNOWLEDGEMENTS)
+    return rng.choice(TRAINING_GENERIC_REPLIES)
