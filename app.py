@@ -3,12 +3,13 @@ FULL_LIMIT_<NAME> environment variables set the limits of ``full_metric.faces.we
 
 import logging
 import os
+from pathlib import Path
 
 from full_metric.faces.webapp import Limits, build_app, scorer_from_env
 
 logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 limits = Limits.from_env()
-demo = build_app(scorer_from_env(), limits)
+demo = build_app(scorer_from_env(), limits, card=Path(__file__).with_name("README.md"))  # the Space's card
 
 if __name__ == "__main__":
     port = os.environ.get("GRADIO_SERVER_PORT")

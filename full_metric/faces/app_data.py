@@ -131,10 +131,10 @@ def read_upload(name: str, data: bytes, limits: Limits = LIMITS) -> list[dict[st
         raise InputError(f"line {line}: not UTF-8 text (byte {error.start}); save the file as UTF-8") from None
     if "\x00" in text:
         raise InputError(f"line {text[: text.index(chr(0))].count(chr(10)) + 1}: a NUL byte; this looks like a "
-                         "binary file, not JSON Lines or CSV text")
+                         "binary file, not JSON or CSV text")
     suffix = Path(name).suffix.lower()
     if suffix not in (".jsonl", ".json", ".csv"):
-        raise InputError(f"upload a .jsonl or .csv file, not {suffix or 'a file without extension'}")
+        raise InputError(f"upload a .jsonl, .json or .csv file, not {suffix or 'a file without extension'}")
     rows = table_rows(text, suffix, InputError, required="context")
     if not rows:
         raise InputError("the file holds no rows")

@@ -59,8 +59,12 @@ def scorer_from_env() -> FullScorer:
     return FullScorer(settings.pop("model"), **settings)
 
 
-def _card() -> str:
-    readme = Path(__file__).resolve().parent.parent / "README.md"
+#: The metric card the app shows: the README.md at the repository root (the Space's folder).
+CARD = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def card_text(readme: Path = CARD) -> str:
+    """The metric card without its Space front matter ("" when there is no README)."""
     if not readme.is_file():
         return ""
     text = readme.read_text(encoding="utf-8")
@@ -280,7 +284,7 @@ def _batch_tab(gr: Any, handlers: _Handlers, options: list[Any], limits: Limits)
         cancel.click(None, None, None, cancels=[batch])
 
 
-def build_app(scorer: FullScorer, limits: Limits | None = None) -> Any:
+def build_app(scorer: FullScorer, limits: Limits | None = None, card: Path = CARD) -> Any:
     """The Gradio Blocks app around one loaded scorer: a settings panel and three tabs. Model work
     of all tabs shares one queue (one request at a time, ``limits.queue`` waiting at most); the
     limits are checked before any model work; batches run in chunks with progress, can be
@@ -299,7 +303,7 @@ def build_app(scorer: FullScorer, limits: Limits | None = None) -> Any:
         _turn_tab(gr, handlers, options, limits)
         _dialog_tab(gr, handlers, options)
         _batch_tab(gr, handlers, options, limits)
-        gr.Markdown(_card())
+        gr.Markdown(card_text(card))
     demo.queue(default_concurrency_limit=1, max_size=limits.queue)
     return demo
 

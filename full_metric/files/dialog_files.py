@@ -8,6 +8,7 @@ and the field. (Parquet files and Hub datasets are read with ``datasets`` in :mo
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import json
 import os
@@ -29,15 +30,23 @@ def iter_rows(
     handle: IO[str], suffix: str, error: type[ValueError] = DialogFileError, where: str = "", *,
     lenient: bool = False, required: str | None = None,
 ) -> Iterator[tuple[int, dict[str, Any] | ValueError]]:
-    """(line number, row) for each row of a JSON Lines (``suffix`` ``.jsonl``/``.json``) or CSV
-    (``.csv``, numbered by the line the row starts on) text stream: blank JSON lines are skipped,
+    """(line number, row) for each row of a JSON Lines (``suffix`` ``.jsonl``, or ``.json``), JSON
+    array (``.json`` whose text starts with ``[``: :func:`json_is_array`, numbered by the line each
+    item starts on) or CSV (``.csv``, numbered by the line the row starts on) text stream: blank JSON lines are skipped,
     empty CSV cells left out (a missing value). A malformed line raises ``error`` naming ``where`` and the line, or with
     ``lenient`` stands in the stream as that error (for callers that may skip it). ``required``: a
     column a CSV header must have."""
     suffix = suffix.lower()
     if suffix == ".csv":
         yield from _csv_rows(handle, error, where, required)
-    elif suffix in (".jsonl", ".json"):
+    elif suffix == ".json":
+        try:
+            text = handle.read()
+        except UnicodeDecodeError as decode:
+            raise error(f"{where}not UTF-8 text ({decode.reason})") from None
+        rows = _json_array_rows if json_is_array(text) else lambda t, *a: _json_rows(io.StringIO(t), *a)
+        yield from rows(text, error, where, lenient)
+    elif suffix == ".jsonl":
         yield from _json_rows(handle, error, where, lenient)
     else:
         raise error(f"{where}expected a .jsonl or .csv file, not {suffix or 'a file without extension'}")
@@ -66,6 +75,42 @@ def _json_rows(handle: IO[str], error: type[ValueError], where: str, lenient: bo
             yield number, error(f"{where}line {number}: {problem}")
         else:
             raise error(f"{where}line {number}: {problem}")
+
+
+def json_is_array(text: str) -> bool:
+    """Whether a ``.json`` file's text is one JSON array (it starts with ``[``) rather than JSON Lines:
+    decided here only, for every reader. A ``.jsonl`` file is JSON Lines whatever its first line holds."""
+    return text.lstrip("\ufeff \t\r\n")[:1] == "["
+
+
+def _json_array_rows(text: str, error: type[ValueError], where: str, lenient: bool) -> Iterator[tuple[int, Any]]:
+    """The items of a JSON array, each numbered by the line it starts on (by hand: ``json`` gives no
+    positions of items; the whole text is checked by ``json.loads`` first, so the scan cannot fail)."""
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as decode:
+        raise error(f"{where}line {decode.lineno}: not a valid JSON array ({decode.msg})") from None
+    decoder, pos = json.JSONDecoder(), text.index("[") + 1
+    while True:
+        pos = _skip_space(text, pos)
+        if text[pos] == "]":
+            return
+        item, end = decoder.raw_decode(text, pos)
+        line = text.count("\n", 0, pos) + 1
+        if isinstance(item, dict):
+            yield line, item
+        elif lenient:
+            yield line, error(f"{where}line {line}: expected a JSON object, got {type(item).__name__}")
+        else:
+            raise error(f"{where}line {line}: expected a JSON object, got {type(item).__name__}")
+        pos = _skip_space(text, end)
+        pos += text[pos] == ","
+
+
+def _skip_space(text: str, pos: int) -> int:
+    while text[pos] in " \t\r\n":
+        pos += 1
+    return pos
 
 
 def _csv_rows(handle: IO[str], error: type[ValueError], where: str, required: str | None) -> Iterator[tuple[int, Any]]:
@@ -121,8 +166,7 @@ def source_kind(source: str | Path) -> str:
     if not Path(text).is_file():
         raise DialogFileError(f"{text}: no such file")
     with open(text, encoding="utf-8-sig", errors="replace") as handle:
-        first = handle.read(4096).lstrip()[:1]
-    return "json-array" if first == "[" else "json-lines"
+        return "json-array" if json_is_array(handle.read(4096)) else "json-lines"
 
 
 def open_rows(
@@ -130,8 +174,8 @@ def open_rows(
     lenient: bool = False, required: str | None = None,
 ) -> Iterator[tuple[str, dict[str, Any] | ValueError, bool]]:
     """(where, row, whether it is a CSV row) for every row of a source, streamed where the format
-    allows: JSON Lines and CSV by :func:`iter_rows` (``error``, ``lenient``, ``required`` as
-    there), a JSON array item by item, Parquet files and Hub datasets (``split``, ``config``)
+    allows: JSON Lines, JSON arrays and CSV by :func:`iter_rows` (``error``, ``lenient``, ``required``
+    as there), Parquet files and Hub datasets (``split``, ``config``)
     through ``datasets`` in streaming mode. The one reader of the scorer's inputs, ``adapt``'s
     dialogs and the rated tables."""
     kind, text = source_kind(source), str(source)
@@ -144,19 +188,6 @@ def open_rows(
         stream = (datasets.load_dataset(text[len(HUB_PREFIX):], config, split=split, streaming=True) if kind == "hub"
                   else datasets.load_dataset("parquet", data_files=text, split="train", streaming=True))
         yield from ((f"{text}, row {number}", row, False) for number, row in enumerate(stream, start=1))
-    elif kind == "json-array":
-        try:
-            items = json.loads(Path(text).read_text(encoding="utf-8-sig"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as problem:
-            raise error(f"{text}: not a UTF-8 JSON array ({problem})") from None
-        for number, item in enumerate(items, start=1):
-            where = f"{text}, item {number}"
-            if isinstance(item, dict):
-                yield where, item, False
-            elif lenient:
-                yield where, error(f"{where}: expected a JSON object"), False
-            else:
-                raise error(f"{where}: expected a JSON object")
     else:
         for number, row in read_rows(text, error=error, lenient=lenient, required=required):
             yield f"{text}, line {number}", row, kind == "csv"
@@ -175,7 +206,9 @@ def check_row(
     """The one check of a dialog row: its context (a list of turns, or a string with a turn per
     line) and its response (a non-empty string; missing: dialog level, and then the context must
     hold a turn). ``csv_row``: a row of a CSV file whose header has the context column, where an
-    empty cell is a missing value (an empty context, no response)."""
+    empty cell is a missing value (an empty context, no response). A known field's name misspelled
+    is refused (:func:`_refuse_misspelled`)."""
+    _refuse_misspelled(row, where, error, (context_column, response_column))
     if row.get(context_column) is None and not csv_row:
         raise error(f"{where}: missing field {context_column!r}")
     context = row.get(context_column, "")
@@ -196,6 +229,21 @@ def check_row(
     if response is None and not context:
         raise error(f"{where}: field {context_column!r} is an empty dialog and there is no {response_column!r}")
     return list(context), response
+
+
+def _refuse_misspelled(row: dict[str, Any], where: str, error: type[ValueError], known: Sequence[str]) -> None:
+    """Refuse a field that is a known field's name misspelled ("reponse", "Context"), naming the one
+    meant: it would otherwise be kept as an extra column and the row scored as something else. Other
+    extra fields (``id``, ``system``, ``response_id``...) are kept and written back with the scores."""
+    for key in row:
+        name = str(key).strip().lower()
+        if key in known:
+            continue
+        close = [k for k in known if abs(len(name) - len(k)) <= 2
+                 and difflib.SequenceMatcher(None, name, k).ratio() >= 0.8]
+        if close:
+            raise error(f"{where}: unknown field {key!r}; did you mean {close[0]!r}? (other fields are kept as they "
+                        "are, but one so like a known name would leave the row scored as something else)")
 
 
 def read_dialog_lines(path: str | Path) -> list[tuple[int, dict[str, Any]]]:

@@ -51,11 +51,12 @@ def test_the_scorer_adapt_and_the_rated_reader_read_every_format_alike(files, na
 
 def test_a_json_array_item_that_is_not_an_object_is_named(files):
     path = files / "bad.json"
-    path.write_text(json.dumps([ROWS[0], "not a row"]), encoding="utf-8")
-    assert [w for w, _, _ in open_rows(path, lenient=True)][1] == f"{path}, item 2"
-    with pytest.raises(DialogFileError, match="bad.json, item 2: expected a JSON object"):
+    path.write_text(json.dumps([ROWS[0], "not a row"], indent=1), encoding="utf-8")
+    line = json.dumps([ROWS[0], "not a row"], indent=1).splitlines().index(' "not a row"') + 1
+    assert [w for w, _, _ in open_rows(path, lenient=True)] == [f"{path}, line 2", f"{path}, line {line}"]
+    with pytest.raises(DialogFileError, match=f"bad.json, line {line}: expected a JSON object"):
         list(Source(str(path)).dialogs())
-    with pytest.raises(RatedFileError, match="item 2"):
+    with pytest.raises(RatedFileError, match=f"line {line}"):
         read_rated(path)
 
 
@@ -68,3 +69,43 @@ def test_fed_is_a_json_array_of_annotated_items(files):
     assert data.aspect == "Overall" and data.items[0].ratings["Overall"] == 4.5
     # the format is read once and carried (agreement and paired comparisons treat FED dialogs as their own contexts)
     assert data.fmt == "fed" and read_rated(files / "lines.json", score_field="human").fmt == "table"
+
+
+def _faces(path):
+    """How score, compare, adapt and an app upload read one file: each a call giving (context, response) pairs."""
+    from full_metric.faces.app_data import Limits, read_upload
+    from full_metric.faces.cli import _system_file
+
+    return {
+        "score": lambda: [(c, r) for _, _, c, r in Source(str(path)).dialogs()],
+        "compare": lambda: [(r["context"], r["response"]) for _, _, rs in _system_file(str(path)) for r in rs],
+        "adapt": lambda: [(d[:-1], d[-1]) for d in read_dialogs([str(path)])],
+        "app": lambda: [(r["context"], r["response"]) for r in read_upload(path.name, path.read_bytes(), Limits())],
+    }
+
+
+@pytest.mark.parametrize("name", ["lines.jsonl", "lines.json", "array.json", "rows.csv"])
+def test_every_face_reads_every_format_alike(files, name):
+    """One file through score, compare, adapt and the app's upload: the same rows (a JSON array
+    included, which compare and the app once refused)."""
+    read = {face: call() for face, call in _faces(files / name).items()}
+    want = [(["Hi!", "Hello, how are you?"], "Fine."), (["Do you cook?", "Not really."], "Why not?")]
+    assert read == {face: want for face in read}
+
+
+@pytest.mark.parametrize("field, meant", [("reponse", "response"), ("Response", "response"), ("contexts", "context"),
+                                          ("respones", "response")])
+def test_a_misspelled_field_is_refused_by_every_face(files, field, meant):
+    """A row with a known field's name misspelled is refused, naming the one meant, by every reader
+    (it was scored as a whole dialog); other extra fields are kept."""
+    from full_metric.faces.app_data import InputError
+
+    row = {"context": ["Hi!"], "response": "Fine.", "id": 7, "response_id": "r7"}
+    row[field] = row.pop(meant) if meant == "response" else row[meant]
+    path = files / "typo.jsonl"
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    for call in _faces(path).values():
+        with pytest.raises((DialogFileError, InputError), match=f"unknown field {field!r}; did you mean {meant!r}"):
+            call()
+    path.write_text(json.dumps({"context": ["Hi!"], "response": "Fine.", "id": 7, "response_id": "r7"}) + "\n")
+    assert [r for _, _, _, r in Source(str(path)).dialogs()] == ["Fine."]

@@ -211,3 +211,19 @@ def test_the_apps_scorer_strips_speaker_labels_and_says_so(tiny_blenderbot_path,
         handlers.score_turn("Hi!", "System:", *options)
     monkeypatch.setenv("FULL_STRIP_SPEAKER_PREFIXES", "0")
     assert "speakers:" not in _Handlers(scorer_from_env(), Limits()).score_dialog("User: Hi!", *options)[2]
+
+
+def test_the_app_shows_the_metric_card(tiny_blenderbot_path):
+    """The Space shows README.md's card (without its front matter): the app's default and the
+    path app.py passes both find the repository root's README."""
+    from pathlib import Path
+
+    from full_metric.faces.webapp import CARD, build_app
+
+    root = Path(__file__).resolve().parents[2]
+    assert CARD == root / "README.md"
+    assert 'card=Path(__file__).with_name("README.md")' in (root / "app.py").read_text()
+    demo = build_app(FullScorer(str(tiny_blenderbot_path), progress=False), SMALL)
+    texts = [b.value for b in demo.blocks.values() if type(b).__name__ == "Markdown"]
+    card = [t for t in texts if "# Metric Card for FULL" in t]
+    assert len(card) == 1 and "sdk: gradio" not in card[0]
