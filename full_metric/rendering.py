@@ -91,6 +91,24 @@ class EncodedDialog:
     dropped_tokens: int
 
 
+class NoRoomError(UsageError):
+    """A dialog's last turn (the response) fills the model's budget alone: no context would be read."""
+
+
+def newest_turns_that_fit(ids: Any, turns: Sequence[str], max_tokens: int) -> int:
+    """The most newest turns whose rendering ``ids(turns[-k:])`` fits in ``max_tokens`` tokens, the
+    dialog cut between whole turns (0: not even the last turn fits). Fewer turns never render longer,
+    so a binary search finds it."""
+    low, high = 0, len(turns)  # low fits (or is 0), the answer lies in [low, high]
+    while low < high:
+        middle = (low + high + 1) // 2
+        if len(ids(turns[len(turns) - middle :])) <= max_tokens:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
 class Renderer:
     """Renders dialogs and follow-ups for one tokenizer and one rendering, and truncates.
 
@@ -184,16 +202,48 @@ class Renderer:
             ids = ids[:cut]
         return tuple(ids)
 
-    def encode(self, turns: Sequence[str], max_tokens: int) -> EncodedDialog:
+    def encode(self, turns: Sequence[str], max_tokens: int, *, strict: bool = True) -> EncodedDialog:
         """Render and tokenise a dialog's context, keeping at most ``max_tokens`` tokens.
 
         Tokens beyond the budget are dropped from the start (the oldest turns), never the end;
-        special tokens the tokenizer adds around the text stay. The ``reference`` rendering
-        cuts the end instead, as the authors' package did.
+        special tokens the tokenizer adds around the text stay. A chat template is cut between
+        whole turns and rendered again, so its opening (BOS, system header) stays. The
+        ``reference`` rendering cuts the end instead, as the authors' package did.
+
+        ``strict`` (the scorer): a last turn (the response) that alone fills the budget, so that
+        no context would be read (or is itself longer than the budget), raises
+        :class:`NoRoomError`; otherwise (training on cut pairs) its end is kept, as before.
         """
-        add_special = self.is_encoder_decoder or self.rendering != "chat_template"
-        return encode_text(self.tokenizer, self.context_text(turns), max_tokens, add_special,
-                           keep="start" if self.rendering == "reference" else "end")
+        if self.rendering == "chat_template":
+            return self._encode_whole_turns(turns, max_tokens, strict)
+        encoded = encode_text(self.tokenizer, self.context_text(turns), max_tokens, True,
+                              keep="start" if self.rendering == "reference" else "end")
+        if strict and encoded.dropped_tokens and self.rendering != "reference":
+            alone = encode_text(self.tokenizer, self.context_text(turns[-1:]), 1 << 30, True).context_ids
+            if len(alone) > max_tokens or (len(turns) > 1 and len(alone) >= max_tokens):
+                raise self._no_room(len(alone), max_tokens)
+        return encoded
+
+    def _encode_whole_turns(self, turns: Sequence[str], max_tokens: int, strict: bool) -> EncodedDialog:
+        def ids(kept: Sequence[str]) -> list[int]:
+            return list(self.tokenizer(self.context_text(kept), add_special_tokens=False, verbose=False)["input_ids"])
+
+        full = ids(turns)
+        if len(full) <= max_tokens:
+            return EncodedDialog(tuple(full), 0)
+        kept = newest_turns_that_fit(ids, turns, max_tokens)
+        if kept == 0 or (kept == 1 and len(turns) > 1 and len(ids(turns[-1:])) >= max_tokens):
+            if strict:
+                raise self._no_room(len(ids(turns[-1:])), max_tokens)
+            return encode_text(self.tokenizer, self.context_text(turns), max_tokens, False)
+        cut = ids(turns[len(turns) - kept :])
+        return EncodedDialog(tuple(cut), len(full) - len(cut))
+
+    @staticmethod
+    def _no_room(tokens: int, max_tokens: int) -> NoRoomError:
+        return NoRoomError(f"the response (the dialog's last turn) takes {tokens} tokens as the model reads it, and "
+                           f"the model reads at most {max_tokens}: it leaves no room for the context, so the judge "
+                           "would not read it; shorten the response, or use a model that reads more")
 
 
 def encode_text(tokenizer: Any, text: str, max_tokens: int, add_special_tokens: bool, keep: str = "end") -> EncodedDialog:

@@ -16,7 +16,7 @@ from .inputs import check_dialogs, strip_speakers
 from .loglik import LogLik, is_out_of_memory
 from .models import attention_window, load_model, model_lock
 from .presets import PRESETS, preset_fits, preset_runs
-from .rendering import Renderer, default_rendering
+from .rendering import EncodedDialog, NoRoomError, Renderer, default_rendering
 from .result import FullResult, make_signature
 from .settings import BY_NAME, CALL_OPTIONS, check_known, check_settings, describe, resolve_options
 
@@ -312,7 +312,7 @@ class FullScorer:
         with model_lock(self.model):
             targets = [self.renderer.target_ids(f) for f in scored]
             limit = self.context_limit(targets)
-            encoded = [self.renderer.encode(d, limit) for d in dialogs]
+            encoded = [self._encode(i, d, limit) for i, d in enumerate(dialogs)]
             unique: dict[tuple[int, ...], int] = {}
             for e in encoded:
                 unique.setdefault(e.context_ids, len(unique))
@@ -330,6 +330,13 @@ class FullScorer:
             category_scores=category_scores(scored, log_likelihoods),
             positive_follow_ups=pos,
         )
+
+    def _encode(self, item: int, turns: Sequence[str], limit: int) -> EncodedDialog:
+        """A dialog's context ids; a response that leaves no room for its context is refused, naming the item."""
+        try:
+            return self.renderer.encode(turns, limit)
+        except NoRoomError as error:
+            raise NoRoomError(f"item {item}: {error}") from None
 
     score.__doc__ = score.__doc__.replace("{options}", describe(8, scope="call"))
 

@@ -24,7 +24,9 @@ from ..files.distributed import balanced_shares, current_rank, gather_results, m
 from ..errors import UsageError, UsageTypeError
 from ..inputs import check_turns
 from ..models import max_positions, resolve_device
-from ..rendering import Renderer, chat_messages, default_rendering, encode_text, template_needs_user_first
+from ..rendering import (
+    Renderer, chat_messages, default_rendering, encode_text, newest_turns_that_fit, template_needs_user_first,
+)
 from ..result import FullResult
 from ..scorer import FullScorer
 from ..turns import split_turns
@@ -150,7 +152,8 @@ def check_generation_tokenizer(tokenizer: Any) -> None:
 def prompt_ids(model: Any, tokenizer: Any, contexts: Sequence[Sequence[str]], max_new_tokens: int) -> list[list[int]]:
     """Each context's prompt as token ids, cut from the left to :func:`prompt_limit` (the newest
     turn kept; special tokens the tokenizer adds stay), by the judge's own truncation
-    (:func:`~full_metric.rendering.encode_text`)."""
+    (:func:`~full_metric.rendering.encode_text`); a chat template is cut between whole turns, as the
+    judge cuts it, so its opening stays (a last turn longer than the limit alone keeps its end)."""
     limit = prompt_limit(model, tokenizer, max_new_tokens)
     special = not getattr(tokenizer, "chat_template", None)  # a chat template writes its own special tokens
     user_first = template_needs_user_first(tokenizer)  # asked once for all the prompts
@@ -158,6 +161,13 @@ def prompt_ids(model: Any, tokenizer: Any, contexts: Sequence[Sequence[str]], ma
     for context in contexts:
         text = prompt_text(tokenizer, context, model.config, user_first)
         ids = list(encode_text(tokenizer, text, limit, special).context_ids)
+        if not special and len(ids) == limit:  # a chat template is cut between whole turns, its opening kept
+            def rendered(kept: Sequence[str]) -> list[int]:
+                return list(tokenizer(prompt_text(tokenizer, kept, model.config, user_first),
+                                      add_special_tokens=False)["input_ids"])
+
+            kept = newest_turns_that_fit(rendered, context, limit)
+            ids = rendered(context[len(context) - kept :]) if kept else ids  # a last turn too long: its end
         if special and not model.config.is_encoder_decoder:  # a decoder-only prompt ends where the answer starts
             while len(ids) > 1 and ids[-1] == tokenizer.eos_token_id:
                 ids.pop()

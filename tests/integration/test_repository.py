@@ -57,3 +57,16 @@ def test_the_publishing_commands_exist_in_the_installed_hf_cli():
         assert done.returncode == 0, f"{command!r}: {done.stderr[-500:]}"
         for option in re.findall(r"(--[a-z-]+)", command):
             assert option in done.stdout, f"{command!r}: the installed hf has no {option}"
+
+
+def test_the_outputs_the_docs_write_in_the_checkout_are_ignored():
+    """Files the README's commands write into the checkout (`-o scored.jsonl`, `--json cmp.json`)
+    stay out of `git status`: every such output path named in README.md is ignored."""
+    import re
+
+    _tracked()  # skips outside a git checkout
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    outputs = set(re.findall(r"(?:-o|--json) ([\w.-]+\.(?:jsonl|json|csv))\b", readme))
+    assert {"scored.jsonl", "cmp.json"} <= outputs
+    done = subprocess.run(["git", "check-ignore", *sorted(outputs)], cwd=REPO, capture_output=True, text=True)
+    assert set(done.stdout.split()) == outputs

@@ -492,3 +492,22 @@ def test_the_reward_leaves_system_messages_out_and_is_unscaled(tiny_blenderbot_p
     assert with_system == pytest.approx(scorer.score([["Hi! How was your weekend?"]] * 2, ["Great.", "Arr, grand."]).scores,
                                         rel=1e-9)  # raw: not z-scored within the prompt's group
     assert {f.name: f.default for f in dataclasses.fields(GRPOConfig)}["scale_rewards"] == "group"
+
+
+def test_a_policy_prompt_cut_for_a_chat_template_keeps_its_opening_and_whole_turns(tiny_models, tokenizer):
+    """The trained model's prompt is cut as the judge's context is: between whole turns, the chat
+    template's opening (its system header) kept."""
+    from full_metric.faces.training import prompt_ids, prompt_limit
+
+    tok = tokenizer.__class__.from_pretrained(tokenizer.name_or_path)
+    opening = "<s>system: be kind</s>\n"
+    tok.chat_template = ("{{ '<s>system: be kind</s>\\n' }}{% for m in messages %}<s>{{ m['role'] }}: "
+                         "{{ m['content'] }}</s>\n{% endfor %}{% if add_generation_prompt %}<s>assistant: {% endif %}")
+    model = tiny_models["llama"]
+    turns = [f"turn {k} says something about boats and the harbour" for k in range(60)]
+    limit = prompt_limit(model, tok, 4)
+    assert len(tok.apply_chat_template([{"role": "user", "content": t} for t in turns], tokenize=True)) > limit
+    ids = prompt_ids(model, tok, [turns], 4)[0]
+    text = tok.decode(ids)
+    assert len(ids) <= limit and text.startswith(opening) and text.endswith("<s>assistant: ")
+    assert "<s>user: turn 59 says" in text and text.count("<s>") - 2 < 60  # the newest turn, whole turns only

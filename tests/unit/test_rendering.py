@@ -57,3 +57,47 @@ def test_unknown_rendering(tokenizer):
         Renderer(tokenizer, "fancy", True)
     with pytest.raises(ValueError, match="needs a tokenizer with a chat template"):
         Renderer(tokenizer, "chat_template", False)
+
+
+OPENING = "<s>system: be kind</s>\n"
+SYSTEM_TEMPLATE = "{{ '" + OPENING.replace("\n", "\\n") + "' }}{% for m in messages %}<s>{{ m['role'] }}: {{ m['content'] }}</s>\n{% endfor %}"
+
+
+def _with_template(tokenizer, template):
+    tok = tokenizer.__class__.from_pretrained(tokenizer.name_or_path)
+    tok.chat_template = template
+    return tok
+
+
+@pytest.mark.parametrize("budget", [40, 60, 90, 150])
+def test_a_chat_template_cut_keeps_its_opening_and_whole_turns(tokenizer, budget):
+    """A long dialog cut for a chat template keeps the template's opening (its system header) and
+    the newest whole turns that fit: the most of them, rendered as the template renders them alone."""
+    chat = Renderer(_with_template(tokenizer, SYSTEM_TEMPLATE), "chat_template", False)
+    turns = [f"turn {k} says something about boats" for k in range(12)]
+    encoded = chat.encode(turns, budget)
+    text = chat.tokenizer.decode(encoded.context_ids)
+    assert text.startswith(OPENING) and len(encoded.context_ids) <= budget
+    kept = [k for k in range(1, 13) if text == chat.tokenizer.decode(chat.encode(turns[-k:], 10_000).context_ids)]
+    assert len(kept) == 1 and 0 < kept[0] < 12
+    assert len(chat.encode(turns[-kept[0] - 1 :], 10_000).context_ids) > budget  # one more turn would not fit
+    assert encoded.dropped_tokens == len(chat.encode(turns, 10_000).context_ids) - len(encoded.context_ids)
+
+
+@pytest.mark.parametrize("rendering, family", [("chat_template", False), ("blenderbot", True), ("speaker", False)])
+def test_a_response_that_leaves_no_room_for_the_context_is_refused(tokenizer, rendering, family):
+    from full_metric.rendering import NoRoomError
+
+    renderer = Renderer(_with_template(tokenizer, SYSTEM_TEMPLATE), rendering, family)
+    long = "word " * 200
+    for turns in (["Hi!", "How are you?", long], [long]):
+        with pytest.raises(NoRoomError, match="leaves no room for the context"):
+            renderer.encode(turns, 64)
+        assert len(renderer.encode(turns, 64, strict=False).context_ids) <= 64  # training's cut, as before
+    assert renderer.encode(["old " * 200, "Hi!", "Fine."], 64).dropped_tokens > 0  # an old turn may go
+
+
+def test_the_reference_rendering_still_cuts_the_end(tokenizer):
+    """The authors' package cut long inputs on the right: the reference preset keeps that (parity)."""
+    encoded = Renderer(tokenizer, "reference", True).encode(["Hi!", "word " * 200], 32)
+    assert len(encoded.context_ids) == 32 and encoded.dropped_tokens > 0

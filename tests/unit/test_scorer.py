@@ -146,3 +146,18 @@ def test_a_family_preset_on_another_family_warns_naming_both(tiny_blenderbot_pat
     with caplog.at_level(logging.WARNING, logger="full_metric.scorer"):
         FullScorer(tiny_blenderbot_path, device="cpu", progress=False, preset="gemma3", rendering="seq2seq")
     assert "preset 'gemma3' was tuned for gemma3 models" in caplog.text and "'blenderbot'" in caplog.text
+
+
+def test_a_response_too_long_for_any_context_is_refused_naming_the_item(tiny_blenderbot_path):
+    """A 20,000-word response is not scored as if in context (the judge would read none of it): the
+    call is refused before any model work, naming the item; a long context alone is still cut."""
+    from full_metric.rendering import NoRoomError
+
+    scorer = FullScorer(str(tiny_blenderbot_path), progress=False)
+    long = " ".join(["word"] * 20_000)
+    with pytest.raises(NoRoomError, match="item 1: the response .* leaves no room for the context"):
+        scorer.score([["Hi!"], ["Hello, how are you?"]], ["Fine.", long])
+    with pytest.raises(NoRoomError, match="item 0:"):
+        scorer.score([["Hi!", long]])  # dialog level: the last turn is the one judged
+    result = scorer.score([[long, "How are you?"]], ["Fine, thanks."])
+    assert result.dropped_tokens[0] > 0
