@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from training_setup import load_policy, split
+from training_setup import load_policy, loadable, split
 from full_metric.rendering import chat_messages, template_needs_user_first
 from full_metric.training import (
     FullScorer, answer_profile, full_reward, generate_responses, repetition_reward, summary,
@@ -69,9 +69,8 @@ def main() -> None:
     train, held = split(args.prompts, args.held_out, args.seed)
     contexts = [r["context"] for r in held]
     judge = FullScorer(args.judge, gguf_file=args.judge_gguf_file, preset=args.preset, progress=False)
-    started = time.perf_counter()
-    before = measure(model, tokenizer, judge, contexts, args.max_completion_length)
-    measured_s = time.perf_counter() - started
+    if args.beta:  # GRPO's reference model is the policy loaded again from its folder
+        loadable(model, tokenizer, Path(args.output_dir) / "initial-policy")
 
     user_first = template_needs_user_first(tokenizer)
     steps_prompts = args.steps * args.prompts_per_step  # the last turn the user's, as FULL prompts the policy
@@ -87,7 +86,11 @@ def main() -> None:
         max_completion_length=args.max_completion_length, reward_weights=weights, logging_steps=1,
         save_strategy="no", report_to=[], use_cpu=not torch.cuda.is_available(), seed=args.seed, disable_tqdm=True,
     )
+    # the trainer (and its reference model) is built before the long measurement, so what fails, fails first
     trainer = GRPOTrainer(model=model, reward_funcs=rewards, args=config, train_dataset=data, processing_class=tokenizer)
+    started = time.perf_counter()
+    before = measure(model, tokenizer, judge, contexts, args.max_completion_length)
+    measured_s = time.perf_counter() - started
     trained = time.perf_counter()
     trainer.train()
     train_s = time.perf_counter() - trained

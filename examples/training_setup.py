@@ -6,6 +6,7 @@ conversation with a seed, so that no held-out conversation is trained on."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -26,6 +27,19 @@ def load_policy(name: str, gguf_file: str | None = None) -> tuple[Any, Any]:
         if getattr(model.config, "quantization_config", None) is not None:
             del model.config.quantization_config
     return model, tokenizer
+
+
+def loadable(model: Any, tokenizer: Any, folder: str | Path) -> None:
+    """Make the policy reloadable from its own config: TRL builds GRPO's reference model (``beta`` > 0)
+    by loading ``model.config._name_or_path`` again, and a GGUF policy's folder has no ``config.json``.
+    Such a policy is written, as the plain weights it was de-quantized to, to ``folder``, which it then
+    names. A policy that names a loadable folder or a Hub id is left as it is."""
+    source = Path(model.config._name_or_path)
+    if not source.exists() or (source / "config.json").is_file():
+        return
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    model.config._name_or_path = model.name_or_path = str(folder)
 
 
 def cut(dialog: list[str], rng: random.Random, max_turns: int) -> tuple[list[str], str]:

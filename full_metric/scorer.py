@@ -294,25 +294,18 @@ class FullScorer:
         options = {"follow_ups": follow_ups, "positive_follow_ups": positive_follow_ups, "aggregation": aggregation,
                    "batch_size": batch_size, "progress": progress, "engine": engine}
         check_known(options, CALL_OPTIONS, "option")
-        dialogs = check_dialogs(contexts, responses)
-        if self.strip_speaker_prefixes:
-            dialogs = strip_speakers(dialogs, turn_level=responses is not None)
+        dialogs = self.dialogs(contexts, responses)
         chosen = resolve_options(options, self.options())
         fus, pos, agg = chosen["follow_ups"], chosen["positive_follow_ups"], chosen["aggregation"]
         size = self.batch_size if batch_size is None else batch_size
         show = self.progress if progress is None else progress
         name = self.engine if engine in (None, "auto") else engine
         level = "dialog" if responses is None else "turn"
-        if level == "turn":
-            dialogs = [d[:-1][-self.max_turns :] + d[-1:] for d in dialogs]
-        else:
-            dialogs = [d[-self.max_turns :] for d in dialogs]
 
         scored = (*fus, *pos)
         with model_lock(self.model):
             targets = [self.renderer.target_ids(f) for f in scored]
-            limit = self.context_limit(targets)
-            encoded = [self._encode(i, d, limit) for i, d in enumerate(dialogs)]
+            encoded = self.encode(dialogs, targets)
             unique: dict[tuple[int, ...], int] = {}
             for e in encoded:
                 unique.setdefault(e.context_ids, len(unique))
@@ -331,12 +324,39 @@ class FullScorer:
             positive_follow_ups=pos,
         )
 
-    def _encode(self, item: int, turns: Sequence[str], limit: int) -> EncodedDialog:
-        """A dialog's context ids; a response that leaves no room for its context is refused, naming the item."""
-        try:
-            return self.renderer.encode(turns, limit)
-        except NoRoomError as error:
-            raise NoRoomError(f"item {item}: {error}") from None
+    def dialogs(self, contexts: Sequence[Sequence[str]], responses: Sequence[str] | None = None) -> list[list[str]]:
+        """The dialogs as this scorer reads them (context turns, then the response; or whole dialogs
+        when ``responses`` is ``None``): checked, speaker labels stripped when it strips, the context
+        cut to its newest ``max_turns`` turns. Raises naming the item, before any model work."""
+        dialogs = check_dialogs(contexts, responses)
+        if self.strip_speaker_prefixes:
+            dialogs = strip_speakers(dialogs, turn_level=responses is not None)
+        if responses is not None:
+            return [d[:-1][-self.max_turns :] + d[-1:] for d in dialogs]
+        return [d[-self.max_turns :] for d in dialogs]
+
+    def encode(self, dialogs: Sequence[Sequence[str]], targets: Sequence[Sequence[int]]) -> list[EncodedDialog]:
+        """Each dialog's context ids within the budget these targets leave; a response that leaves no
+        room for its context is refused, naming the item (call under the model's lock: the tokenizer
+        is not thread-safe)."""
+        limit = self.context_limit(targets)
+        out = []
+        for item, turns in enumerate(dialogs):
+            try:
+                out.append(self.renderer.encode(turns, limit))
+            except NoRoomError as error:
+                raise NoRoomError(f"item {item}: {error}") from None
+        return out
+
+    def check(self, contexts: Sequence[Sequence[str]], responses: Sequence[str] | None = None, *,
+              follow_ups: str | Sequence[str] | None = None,
+              positive_follow_ups: str | Sequence[str] | None = None) -> None:
+        """Every check :meth:`score` makes of this input (and these follow-ups), without model work."""
+        chosen = resolve_options({"follow_ups": follow_ups, "positive_follow_ups": positive_follow_ups}, self.options())
+        dialogs = self.dialogs(contexts, responses)
+        with model_lock(self.model):
+            self.encode(dialogs, [self.renderer.target_ids(f)
+                                  for f in (*chosen["follow_ups"], *chosen["positive_follow_ups"])])
 
     score.__doc__ = score.__doc__.replace("{options}", describe(8, scope="call"))
 

@@ -10,6 +10,7 @@ import csv
 import json
 import logging
 import os
+import re
 import tempfile
 from dataclasses import field, make_dataclass
 from pathlib import Path
@@ -117,7 +118,14 @@ def choose_follow_ups(choice: str, custom_text: str, limits: Limits = LIMITS) ->
 
 
 def read_upload(name: str, data: bytes, limits: Limits = LIMITS) -> list[dict[str, Any]]:
-    """Rows of an uploaded JSON Lines (``.jsonl``) or CSV (``.csv``) file.
+    """Rows of an uploaded JSON Lines (``.jsonl``), JSON array (``.json``) or CSV (``.csv``) file
+    (:func:`upload_lines` without the line numbers)."""
+    return [row for _, row in upload_lines(name, data, limits)]
+
+
+def upload_lines(name: str, data: bytes, limits: Limits = LIMITS) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, row) of an uploaded JSON Lines (``.jsonl``), JSON array (``.json``) or CSV
+    (``.csv``) file.
 
     Each row needs ``context`` (a list of turns, or a string with a turn per line) and may have
     ``response`` (turn level) and ``system``. Errors name the line and the problem.
@@ -140,7 +148,24 @@ def read_upload(name: str, data: bytes, limits: Limits = LIMITS) -> list[dict[st
         raise InputError("the file holds no rows")
     if len(rows) > limits.rows:
         raise InputError(f"the file has {len(rows)} rows; the limit is {limits.rows}")
-    return [_row_within_limits(line, row, limits, suffix == ".csv") for line, row in rows]
+    return [(line, _row_within_limits(line, row, limits, suffix == ".csv")) for line, row in rows]
+
+
+def check_scorable(scorer: FullScorer, numbered: Sequence[tuple[int, dict[str, Any]]], follow_ups: Sequence[str],
+                   positive_follow_ups: Sequence[str] = ()) -> None:
+    """Every check the scorer makes of each row (a response that is only a speaker label when it
+    strips them, one that leaves no room for its context...), before any model work; the error names
+    the file's line."""
+    for line, row in numbered:
+        try:
+            scorer.check([row["context"]], None if row["response"] is None else [row["response"]],
+                         follow_ups=follow_ups, positive_follow_ups=positive_follow_ups)
+        except UsageError as error:  # the scorer names item 0 of this one-row call: the line says which row
+            raise InputError(f"line {line}: {_ONE_ITEM.sub('', str(error), count=1)}") from None
+
+
+#: How the scorer names the one item of a one-row call (left out where the file's line is named instead).
+_ONE_ITEM = re.compile(r"^(item 0: |responses\[0\] |contexts\[0\] )")
 
 
 def _row_within_limits(line: int, row: dict[str, Any], limits: Limits, csv_file: bool) -> dict[str, Any]:

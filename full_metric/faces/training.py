@@ -298,6 +298,11 @@ class FullCallback(TrainerCallback):
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._check_trainer()
         check_generation_tokenizer(self.tokenizer or kwargs.get("processing_class"))
+        best = getattr(args, "metric_for_best_model", None) or ""
+        if self.every > 1 and best.removeprefix("eval_").startswith("full"):
+            raise UsageError(f"metric_for_best_model={best!r} needs FULL at every evaluation, and FullCallback(every="
+                             f"{self.every}) scores one evaluation in {self.every}: the Trainer would find no "
+                             f"{best!r} at the others; use every=1, or evaluate less often (eval_steps)")
 
     def evaluate(self, model: Any, tokenizer: Any, device: Any = None) -> tuple[FullResult, list[dict[str, Any]]]:
         """Answer this rank's share of the contexts and score the answers; the result gathered from

@@ -23,7 +23,9 @@ from ..presets import fitting_presets
 from ..scorer import FullScorer
 from ..settings import LOAD_SETTINGS
 from .app_data import (
-    LIMIT_SETTINGS, Limits, PRESET_CHOICE, FOLLOW_UP_CHOICES, InputError, parse_dialog, parse_candidates, read_upload, rank, summarize, systems_in, choose_settings, score_in_chunks, write_scored, TemporaryFiles,
+    FOLLOW_UP_CHOICES, LIMIT_SETTINGS, PRESET_CHOICE, InputError, Limits, TemporaryFiles, check_scorable,
+    choose_settings, parse_candidates, parse_dialog, rank, score_in_chunks, summarize, systems_in, upload_lines,
+    write_scored,
 )
 
 logger = logging.getLogger(__name__)
@@ -133,19 +135,20 @@ class _Handlers:
         chart = self.chart(["dialog"], result.follow_ups, result.follow_up_log_likelihoods)
         return f"{result.scores[0]:.3f}", chart, result.signature
 
-    def read(self, upload: Any) -> tuple[Path, list[dict[str, Any]]]:
+    def read(self, upload: Any) -> tuple[Path, list[tuple[int, dict[str, Any]]]]:
+        """The uploaded file's path and its (line number, row) pairs, checked."""
         path = Path(upload if isinstance(upload, str) else upload.name)
         size = path.stat().st_size
         if size > self.limits.upload_bytes:  # the server refuses larger uploads first (max_file_size)
             raise InputError(f"the file has {size} bytes; the limit is {self.limits.upload_bytes}")
-        return path, read_upload(path.name, path.read_bytes(), self.limits)
+        return path, upload_lines(path.name, path.read_bytes(), self.limits)
 
     def upload_systems(self, upload: Any):
         """The baseline menu's choices: the systems the uploaded file names."""
         import gradio as gr
 
         try:
-            names = systems_in(self.read(upload)[1]) if upload is not None else []
+            names = systems_in([row for _, row in self.read(upload)[1]]) if upload is not None else []
         except (InputError, OSError):
             names = []
         return gr.update(choices=names, value=names[0] if names else None)
@@ -155,11 +158,13 @@ class _Handlers:
 
         if upload is None:
             raise gr.Error("upload a .jsonl or .csv file first")
-        try:
-            path, rows = self.read(upload)
+        chosen, options_out = self.settings(*options_in)
+        try:  # every row checked, before any model work: an error names the file's line
+            path, numbered = self.read(upload)
+            check_scorable(chosen, numbered, options_out["follow_ups"], options_out["positive_follow_ups"])
         except InputError as error:
             raise gr.Error(f"{Path(str(getattr(upload, 'name', upload))).name}: {error}") from None
-        chosen, options_out = self.settings(*options_in)
+        rows = [row for _, row in numbered]
         as_csv = path.suffix.lower() == ".csv"
         out = self.files.new_folder() / f"{path.stem}.scored{'.csv' if as_csv else '.jsonl'}"
         started, limit = time.monotonic(), self.limits.batch_seconds
@@ -177,6 +182,11 @@ class _Handlers:
         except GeneratorExit:  # cancelled: the page keeps the rows of the last update
             logger.warning("batch cancelled after %d of %d rows", done, len(rows))
             raise
+        except UsageError as error:  # a refusal the checks above did not foresee: keep the rows scored so far
+            yield self.outputs(rows[:done], baseline_name, out, as_csv, signatures,
+                               f"stopped in the rows from line {numbered[done][0]} on: {error}; {done} of {len(rows)} rows scored, "
+                               "the download holds them")
+            return
         status = (f"all {len(rows)} rows scored" if done == len(rows) else
                   f"stopped at the time limit ({limit} s): {done} of {len(rows)} rows scored; the download holds them")
         yield self.outputs(rows[:done], baseline_name, out, as_csv, signatures, status)

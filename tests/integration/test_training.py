@@ -511,3 +511,51 @@ def test_a_policy_prompt_cut_for_a_chat_template_keeps_its_opening_and_whole_tur
     text = tok.decode(ids)
     assert len(ids) <= limit and text.startswith(opening) and text.endswith("<s>assistant: ")
     assert "<s>user: turn 59 says" in text and text.count("<s>") - 2 < 60  # the newest turn, whole turns only
+
+
+@pytest.mark.slow
+def test_the_documented_grpo_command_with_a_kl_term_runs_on_a_gguf_policy(smollm2_gguf, tmp_path):
+    """docs/training.md's GRPO command as written (a GGUF policy, the offline judge, --beta 0.04), cut
+    to one step: TRL's reference model loads (from the de-quantized policy written beside the run)
+    and the run prints its record. The reference model is built before the long measurement."""
+    import re
+
+    docs = (REPO / "docs" / "training.md").read_text(encoding="utf-8")
+    command = re.search(r"python examples/grpo_with_full\.py (.+?)\n(.+?)\n", docs.replace("\\\n", "\n"))
+    assert command is not None, "docs/training.md gives the GRPO command"
+    words = " ".join(command.groups()).replace('"$SMOL"', str(smollm2_gguf.parent)).split()
+    assert "--beta" in words and float(words[words.index("--beta") + 1]) > 0
+    words[words.index("--steps") + 1] = "1"
+    words[words.index("--output-dir") + 1] = str(tmp_path / "grpo")
+    cut = ["--held-out", "2", "--num-generations", "2", "--prompts-per-step", "1", "--max-completion-length", "3"]
+    env = {**_environ(), "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    done = run_checked([sys.executable, str(REPO / "examples" / "grpo_with_full.py"), *words, *cut], timeout=900,
+                       cwd=REPO, env=env)
+    record = json.loads(done.stdout.strip().splitlines()[-1])
+    assert record["settings"]["beta"] == 0.04 and len(record["after"]["answers"]) == 2
+    assert any("kl" in row for row in record["history"])  # the KL term was computed against the reference
+    assert (tmp_path / "grpo" / "initial-policy" / "config.json").is_file()
+
+
+@pytest.mark.parametrize("every, best", [(2, "eval_full"), (3, "full"), (1, "eval_full")])
+def test_a_best_model_chosen_by_full_needs_full_at_every_evaluation(policy_folder, tiny_blenderbot_path, tmp_path,
+                                                                    every, best):
+    """metric_for_best_model on FULL with every > 1: refused before the first training step, with a
+    message (the Trainer raised KeyError at the first skipped evaluation); with every=1 it trains."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer
+
+    tokenizer = AutoTokenizer.from_pretrained(policy_folder)
+    args = _training_args(tmp_path, max_steps=2, metric_for_best_model=best, save_strategy="steps", save_steps=1,
+                          load_best_model_at_end=True, greater_is_better=True)
+    trainer = Trainer(model=AutoModelForCausalLM.from_pretrained(policy_folder), args=args,
+                      train_dataset=_lm_data(tokenizer), eval_dataset=_lm_data(tokenizer, 2), data_collator=_collate,
+                      processing_class=tokenizer)
+    FullCallback(CONTEXTS[:1], model=str(tiny_blenderbot_path), every=every, generation_kwargs={"max_new_tokens": 2}) \
+        .attach(trainer)
+    if every == 1:
+        trainer.train()
+        assert trainer.state.best_metric is not None
+        return
+    with pytest.raises(ValueError, match=f"metric_for_best_model='{best}' needs FULL at every evaluation"):
+        trainer.train()
+    assert trainer.state.global_step == 0

@@ -227,3 +227,32 @@ def test_the_app_shows_the_metric_card(tiny_blenderbot_path):
     texts = [b.value for b in demo.blocks.values() if type(b).__name__ == "Markdown"]
     card = [t for t in texts if "# Metric Card for FULL" in t]
     assert len(card) == 1 and "sdk: gradio" not in card[0]
+
+
+def test_a_batch_row_the_scorer_refuses_is_named_by_its_line_before_any_model_work(tiny_blenderbot_path, monkeypatch,
+                                                                                  tmp_path):
+    """An uploaded row whose response is only a speaker label (the app strips labels), or one too long
+    for any context, is refused before any row is scored, naming the file's line (not the row's place
+    in a chunk); a file of good rows is scored whole."""
+    import gradio as gr
+
+    from full_metric.faces.webapp import PRESET_CHOICE, _Handlers, scorer_from_env
+
+    monkeypatch.setenv("FULL_MODEL", str(tiny_blenderbot_path))
+    handlers = _Handlers(scorer_from_env(), Limits(characters=500_000))
+    options = (handlers.scorer.preset, PRESET_CHOICE, "", "", PRESET_CHOICE)
+    good = [{"context": ["Hi!"], "response": f"Fine {k}."} for k in range(20)]
+    calls = []
+    monkeypatch.setattr(handlers.scorer, "_batched", lambda *a, **k: calls.append(a) or pytest.fail("model work"))
+    for bad, problem in ((("System: "), "only a speaker label"), ("word " * 3000, "leaves no room for the context")):
+        path = tmp_path / "rows.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in [*good[:18], {"context": ["Hi!"], "response": bad},
+                                                              *good[18:]]))
+        with pytest.raises(gr.Error, match=f"rows.jsonl: line 19: .*{problem}"):
+            list(handlers.score_file(str(path), None, *options, progress=lambda *a, **k: None))
+    assert not calls
+    monkeypatch.undo()
+    monkeypatch.setenv("FULL_MODEL", str(tiny_blenderbot_path))
+    path.write_text("".join(json.dumps(r) + "\n" for r in good))
+    *_, last = handlers.score_file(str(path), None, *options, progress=lambda *a, **k: None)
+    assert last[-1] == "all 20 rows scored"
