@@ -30,7 +30,7 @@ from transformers import Trainer, TrainingArguments
 from training_setup import load_policy, split
 from full_metric.files.distributed import teardown
 from full_metric.rendering import template_needs_user_first
-from full_metric.training import FullCallback, check_contexts, prompt_text
+from full_metric.training import FullCallback, answer_text, check_contexts, prompt_text
 
 HERE = Path(__file__).resolve().parent
 
@@ -46,7 +46,7 @@ class DialogData(torch.utils.data.Dataset):
 
     def __init__(self, rows: list[dict], tokenizer, config, max_length: int = 128):
         self.items = []
-        chat = bool(getattr(tokenizer, "chat_template", None))
+        chat = bool(getattr(tokenizer, "chat_template", None))  # a chat template writes its own special tokens
         user_first = template_needs_user_first(tokenizer)  # asked once for all the rows
         for row in rows:
             prompt = prompt_text(tokenizer, row["context"], config, user_first)
@@ -56,8 +56,8 @@ class DialogData(torch.utils.data.Dataset):
                 self.items.append(dict(item))
                 continue
             asked = tokenizer(prompt, add_special_tokens=not chat)["input_ids"]
-            answer = tokenizer(("" if chat else " ") + row["response"] + (tokenizer.eos_token or ""),
-                               add_special_tokens=False)["input_ids"]
+            answer = tokenizer(answer_text(tokenizer, row["context"], row["response"], config, user_first),
+                               add_special_tokens=False)["input_ids"]  # closed as the template closes a turn
             ids, labels = (asked + answer)[-max_length:], ([-100] * len(asked) + answer)[-max_length:]
             self.items.append({"input_ids": ids, "attention_mask": [1] * len(ids), "labels": labels})
 

@@ -124,6 +124,24 @@ def prompt_text(tokenizer: Any, turns: Sequence[str], config: Any, user_first: b
     return "\n".join([*(f"{'A' if (last - i) % 2 == 0 else 'B'}: {t}" for i, t in enumerate(turns)), "B:"])
 
 
+def answer_text(tokenizer: Any, turns: Sequence[str], response: str, config: Any, user_first: bool | None = None) -> str:
+    """The text that follows :func:`prompt_text` when the trained model answers ``response``: with a
+    chat template, the answer as the template closes an assistant turn (its end-of-turn token, such as
+    Gemma's ``<end_of_turn>`` or ChatML's ``<|im_end|>``, not the end-of-text token); otherwise the
+    response after a space, closed by the end-of-text token."""
+    if not getattr(tokenizer, "chat_template", None) or config.is_encoder_decoder:
+        return " " + response + (tokenizer.eos_token or "")
+    if user_first is None:
+        user_first = template_needs_user_first(tokenizer)
+    prompt = prompt_text(tokenizer, turns, config, user_first)
+    whole = tokenizer.apply_chat_template([*chat_messages(turns, "user", user_first),
+                                           {"role": "assistant", "content": response}], tokenize=False)
+    if not whole.startswith(prompt):
+        raise UsageError(f"tokenizer {getattr(tokenizer, 'name_or_path', '')!r}: its chat template writes the answered "
+                         "conversation differently from the prompt it writes, so the answer's text cannot be cut out")
+    return whole[len(prompt) :]
+
+
 def prompt_limit(model: Any, tokenizer: Any, max_new_tokens: int) -> int:
     """The most prompt tokens the model being trained reads: its positions (and its tokenizer's
     limit), less the new tokens for a decoder-only model."""

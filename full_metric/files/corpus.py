@@ -33,7 +33,7 @@ from .dialog_files import (
     HUB_PREFIX, SOURCE_SUFFIXES, DialogFileError, check_row, open_rows, refuse_overwriting_input, scored_records,
 )
 from ..result import signature_differences
-from .distributed import Rank, balanced_shares, barrier, setup
+from .distributed import Rank, balanced_shares, barrier, decided_by_rank_zero, setup
 
 logger = logging.getLogger(__name__)
 
@@ -289,9 +289,8 @@ def score_corpus(
     run = {"fingerprint": checked.fingerprint, "items": checked.items, "signature": signature,
            "input": source.name if source.dataset else Path(source.name).name}
     parts = _parts_folder(output)
-    if rank.main:
-        _prepare(output, source, run, resume)
-    barrier()
+    # rank 0 checks the folder (and may refuse it); every rank hears its decision before anyone writes
+    decided_by_rank_zero(lambda: _prepare(output, source, run, resume), DialogFileError)
     summary = {"items": checked.items, "scored_here": 0, "mean": None, "signature": signature, "rank": rank.rank,
                "world_size": rank.world_size}
     if not parts.exists():  # --resume found the output already complete

@@ -9,7 +9,7 @@ import heapq
 import logging
 import os
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -69,6 +69,27 @@ def barrier() -> None:
 
     if dist.is_available() and dist.is_initialized():
         dist.barrier()
+
+
+def decided_by_rank_zero(decide: Callable[[], Any], error: type[Exception]) -> Any:
+    """Run ``decide`` on rank 0 only and give its outcome to every rank: its value, or, when it raised
+    ``error``, that error raised on every rank, so that no rank goes on (and writes) where rank 0
+    refused. In a single process: ``decide()``."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return decide()
+    outcome: list[Any] = [None]
+    if dist.get_rank() == 0:
+        try:
+            outcome[0] = ("value", decide())
+        except error as refused:
+            outcome[0] = ("error", str(refused))
+    dist.broadcast_object_list(outcome, src=0)
+    kind, value = outcome[0]
+    if kind == "error":
+        raise error(value)
+    return value
 
 
 def teardown() -> None:

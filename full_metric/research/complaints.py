@@ -135,7 +135,9 @@ def dialog_scores(scorer: FullScorer, model: Any, dialogs: Sequence[Sequence[str
     contexts = [list(scorer.renderer.encode([*d[:-1][-scorer.max_turns:], d[-1]], limit, strict=max_context is None)
                 .context_ids) for d in dialogs]
     unique = list(dict.fromkeys(tuple(c) for c in contexts))
-    values = follow_up_log_likelihoods(model, unique, targets, scorer.pad_id)
+    # the packed layout only where the scorer itself scores packed (its load-time self-check may have fallen back)
+    values = follow_up_log_likelihoods(model, unique, targets, scorer.pad_id,
+                                       packed=scorer.engine == "packed" and packs(model))
     where = {c: i for i, c in enumerate(unique)}
     rows = values[[where[tuple(c)] for c in contexts]]
     return aggregate_tensor(rows, [len(t) for t in targets], scorer.aggregation, len(scorer.positive_follow_ups))

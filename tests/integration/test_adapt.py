@@ -438,3 +438,16 @@ def test_training_replies_are_disjoint_from_every_measured_list():
     measured = {normalised(r) for r in (*GENERIC_REPLIES, *PROBE_ANSWERS)}
     training = [normalised(r) for r in (*TRAINING_GENERIC_REPLIES, *TRAINING_ACKNOWLEDGEMENTS)]
     assert len(set(training)) == len(training) and not set(training) & measured
+
+
+def test_the_training_score_follows_the_scorers_self_check_fallback(llama_folder, monkeypatch):
+    """A judge whose load-time self-check fell back from the packed engine is trained through plain
+    rows, as it scores: the packed layout is never used, and the score is still the scorer's."""
+    scorer = FullScorer(str(llama_folder), preset="paper", progress=False)
+    assert scorer.engine == "packed" and complaints.packs(scorer.model)
+    scorer.engine = "generic"  # what a failed self-check leaves
+    monkeypatch.setattr(complaints, "_packed_rows", lambda *a, **k: pytest.fail("packed layout used"))
+    dialogs = [["Hi! How was your weekend?", "Great, I went hiking."], ["Do you cook?", "Not really."]]
+    with torch.no_grad():
+        ours = complaints.dialog_scores(scorer, scorer.model, dialogs).tolist()
+    assert ours == pytest.approx(scorer.score([d[:-1] for d in dialogs], [d[-1] for d in dialogs]).scores, rel=1e-4)

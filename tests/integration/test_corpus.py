@@ -347,3 +347,20 @@ def test_the_output_is_the_input_however_it_is_named(tmp_path, monkeypatch):
         with pytest.raises(DialogFileError, match="the output is the input file"):
             refuse_overwriting_input(["in.jsonl"], output)
     refuse_overwriting_input(["in.jsonl"], "out.jsonl")  # another file: fine
+
+
+def test_every_rank_refuses_a_parts_folder_of_other_settings_before_anyone_writes(tiny_blenderbot_path, tmp_path):
+    """Under torchrun with 2 processes, --resume on a parts folder made with other settings: both
+    ranks refuse (each exits with the message), and no rank writes a row into the folder."""
+    src = _write_jsonl(tmp_path / "in.jsonl", _rows(300))
+    out = tmp_path / "out.jsonl"
+    parts = tmp_path / "out.jsonl.parts"
+    args = ["score", str(src), "-o", str(out), "--chunk-size", "8", *_options(tiny_blenderbot_path)]
+    _kill_partway([sys.executable, "-m", "full_metric", *args], parts, 16)
+    before = {p.name: p.read_bytes() for p in parts.iterdir()}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([*TORCHRUN, "-m", "full_metric", *args, "--resume", "--aggregation", "mean"], cwd=REPO,
+                          env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    assert done.returncode != 0
+    assert done.stderr.count("belongs to another settings (agg: sum vs mean)") == 2, done.stderr[-3000:]
+    assert {p.name: p.read_bytes() for p in parts.iterdir()} == before  # no rank wrote anything

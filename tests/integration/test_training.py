@@ -559,3 +559,23 @@ def test_a_best_model_chosen_by_full_needs_full_at_every_evaluation(policy_folde
     with pytest.raises(ValueError, match=f"metric_for_best_model='{best}' needs FULL at every evaluation"):
         trainer.train()
     assert trainer.state.global_step == 0
+
+
+def test_the_example_teaches_a_chat_answer_to_end_as_its_template_ends_a_turn(tokenizer, tiny_models):
+    """examples/train_with_full.py's labels for a chat model end with the template's end-of-turn
+    (Gemma's <end_of_turn>), not the end-of-text token the template never writes after an answer."""
+    sys.path.insert(0, str(REPO / "examples"))
+    try:
+        from train_with_full import DialogData
+    finally:
+        sys.path.remove(str(REPO / "examples"))
+    tok = tokenizer.__class__.from_pretrained(tokenizer.name_or_path)
+    tok.add_special_tokens({"additional_special_tokens": ["<start_of_turn>", "<end_of_turn>"]})
+    tok.chat_template = ("{% for m in messages %}<start_of_turn>{{ 'model' if m['role'] == 'assistant' else 'user' }}\n"
+                         "{{ m['content'] }}<end_of_turn>\n{% endfor %}{% if add_generation_prompt %}<start_of_turn>"
+                         "model\n{% endif %}")
+    data = DialogData([{"context": ["Hi! How was your weekend?"], "response": "Great, I went hiking."}], tok,
+                      tiny_models["llama"].config, max_length=512)
+    labels = [t for t in data[0]["labels"] if t != -100]
+    assert tok.decode(labels) == "Great, I went hiking.<end_of_turn>\n"
+    assert tok.eos_token_id not in labels
