@@ -88,9 +88,10 @@ class _Handlers:
         self.files = TemporaryFiles()
 
     def settings(self, preset: str, choice: str, custom: str, positive: str, aggregation: str) -> tuple[FullScorer, dict]:
-        """The scorer of ``preset`` (sharing the loaded model) and the chosen options."""
+        """The scorer of ``preset`` (sharing the loaded model; "": the app's own) and the chosen options."""
         import gradio as gr
 
+        preset = preset or self.scorer.preset
         try:
             if preset not in self.scorers:
                 self.scorers[preset] = self.scorer.with_preset(preset)
@@ -106,10 +107,14 @@ class _Handlers:
         return pd.DataFrame([{"follow-up": f, "log-likelihood": round(v, 3), "candidate": name}
                              for name, row in zip(names, values) for f, v in zip(follow_ups, row)])
 
-    def score_turn(self, dialog: str, candidates: str, *options_in: str):
+    def score_turn(self, dialog: str, candidates: str, preset: str = "", follow_up_set: str = PRESET_CHOICE,
+                   custom_follow_ups: str = "", positive_follow_ups: str = "", aggregation: str = PRESET_CHOICE):
+        """Rank candidate responses (one per line) to a dialog (one turn per line); the settings'
+        parameters are optional (the app's preset and its follow-ups by default)."""
         import gradio as gr
         import pandas as pd
 
+        options_in = (preset, follow_up_set, custom_follow_ups, positive_follow_ups, aggregation)
         try:
             context, options = parse_dialog(dialog, self.limits), parse_candidates(candidates, self.limits)
             chosen, options_out = self.settings(*options_in)
@@ -121,9 +126,12 @@ class _Handlers:
                               columns=["rank", "candidate", "response", "score"])
         return ranked, self.chart(names, result.follow_ups, result.follow_up_log_likelihoods), result.signature
 
-    def score_dialog(self, dialog: str, *options_in: str):
+    def score_dialog(self, dialog: str, preset: str = "", follow_up_set: str = PRESET_CHOICE, custom_follow_ups: str = "",
+                     positive_follow_ups: str = "", aggregation: str = PRESET_CHOICE):
+        """Score a whole dialog (one turn per line); the settings' parameters are optional."""
         import gradio as gr
 
+        options_in = (preset, follow_up_set, custom_follow_ups, positive_follow_ups, aggregation)
         try:
             turns = parse_dialog(dialog, self.limits)
             if not turns:
@@ -153,9 +161,14 @@ class _Handlers:
             names = []
         return gr.update(choices=names, value=names[0] if names else None)
 
-    def score_file(self, upload: Any, baseline_name: str | None, *options_in: str, progress: Any = None):
+    def score_file(self, upload: Any, baseline_name: str | None = None, preset: str = "",
+                   follow_up_set: str = PRESET_CHOICE, custom_follow_ups: str = "", positive_follow_ups: str = "",
+                   aggregation: str = PRESET_CHOICE, progress: Any = None):
+        """Score an uploaded file of rows, in chunks, with progress (a generator of the outputs)."""
         import gradio as gr
 
+        options_in = (preset, follow_up_set, custom_follow_ups, positive_follow_ups, aggregation)
+        progress = progress or (lambda *args, **kwargs: None)
         if upload is None:
             raise gr.Error("upload a .jsonl or .csv file first")
         chosen, options_out = self.settings(*options_in)
@@ -230,7 +243,8 @@ def _settings_panel(gr: Any, scorer: FullScorer, limits: Limits) -> list[Any]:
         custom = gr.Textbox(label=f"Custom follow-ups (one per line; at most {limits.follow_ups}, "
                             f"{limits.follow_up_characters} characters each)", lines=4, value="\n".join(PAPER_FIVE),
                             elem_id="custom-follow-ups")
-        positive = gr.Textbox(label="Custom positive follow-ups, counted with the opposite sign (optional)", lines=2)
+        positive = gr.Textbox(label="Custom positive follow-ups, counted with the opposite sign (optional)", lines=2,
+                              value="")  # an initial value: the API parameter is optional
         aggregation = gr.Dropdown([PRESET_CHOICE, *AGGREGATIONS], value=PRESET_CHOICE, label="Aggregation")
     return [preset, choice, custom, positive, aggregation]
 
@@ -286,8 +300,11 @@ def _batch_tab(gr: Any, handlers: _Handlers, options: list[Any], limits: Limits)
         signature = gr.Textbox(label="Signature", interactive=False)
         upload.change(handlers.upload_systems, upload, baseline, api_name="upload_systems")
 
-        def score_file(upload: Any, baseline_name: str | None, *options_in: str, progress=gr.Progress()):
-            yield from handlers.score_file(upload, baseline_name, *options_in, progress=progress)
+        def score_file(upload: Any, baseline_name: str | None = None, preset: str = "", follow_up_set: str = PRESET_CHOICE,
+                       custom_follow_ups: str = "", positive_follow_ups: str = "", aggregation: str = PRESET_CHOICE,
+                       progress=gr.Progress()):
+            yield from handlers.score_file(upload, baseline_name, preset, follow_up_set, custom_follow_ups,
+                                           positive_follow_ups, aggregation, progress=progress)
 
         batch = button.click(score_file, [upload, baseline, *options],
                              [table, summary, means, download, signature, status], api_name="score_file", **MODEL_QUEUE)

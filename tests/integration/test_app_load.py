@@ -165,3 +165,25 @@ def test_temporary_folders_are_removed_after_their_time():
     kept = files.new_folder()
     files.clean()
     assert kept.exists()
+
+
+def test_the_documented_client_call_works_with_named_and_optional_parameters(app_url, client, tiny_blenderbot_path):
+    """docs/app.md's gradio_client call, as written (its URL the test server's): the endpoints'
+    parameters have names, the settings are optional (the positive follow-ups box was required)."""
+    import re
+
+    docs = (REPO / "docs" / "app.md").read_text(encoding="utf-8")
+    code = re.search(r"## Calling the app from code.*?```python\n(.+?)```", docs, re.S).group(1)
+    code = code.replace('Client("http://127.0.0.1:7860/")', f"Client({app_url!r}, verbose=False)")
+    scope: dict = {}
+    exec(code, scope)  # noqa: S102 - the documented snippet, run as a user would
+    ranked, signature = scope["ranked"], scope["signature"]
+    assert [row[2] for row in ranked["data"]] and "model:tiny-blenderbot@" in signature
+    info = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
+    for endpoint, required in (("/score_turn", {"dialog", "candidates"}), ("/score_dialog", {"dialog"})):
+        params = {p["parameter_name"]: p["parameter_has_default"] for p in info[endpoint]["parameters"]}
+        assert {"preset", "follow_up_set", "custom_follow_ups", "positive_follow_ups", "aggregation"} <= set(params)
+        assert {name for name, optional in params.items() if not optional} == required
+    score, _, _ = client.predict(dialog="Hi!\nHello, how are you?", api_name="/score_dialog")
+    plain = FullScorer(tiny_blenderbot_path, device="cpu", progress=False)
+    assert float(score) == pytest.approx(plain.score([["Hi!", "Hello, how are you?"]]).scores[0], abs=1e-3)
