@@ -325,12 +325,33 @@ def check_model_source(source: str, gguf_file: str | None = None) -> None:
                          "(for a GGUF file inside it, give gguf_file= / --gguf-file)")
 
 
-def unreachable_message(source: str, error: OSError) -> str:
-    """One line for a model that could not be fetched: the Hub unreachable (or offline mode), or
-    the name unknown to the Hub."""
+def hub_offline() -> bool:
+    """Whether ``HF_HUB_OFFLINE`` asks for offline mode."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """One probe of the Hub's endpoint (a TCP connection, ``timeout`` seconds at most), so that an
+    unreachable Hub is known at once instead of after ``huggingface_hub``'s retries of every file."""
+    import socket
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants
+
+    endpoint = urlparse(constants.ENDPOINT)
+    try:
+        socket.create_connection((endpoint.hostname, endpoint.port or (443 if endpoint.scheme == "https" else 80)),
+                                 timeout).close()
+    except OSError:
+        return False
+    return True
+
+
+def unreachable_message(source: str, error: OSError, unreachable: bool = False) -> str:
+    """One line for a model that could not be fetched: the Hub unreachable (``unreachable``: the probe
+    said so; or offline mode), or the name unknown to the Hub."""
     text = str(error)
-    offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on") \
-        or "connect" in text.lower() or "offline" in text.lower()
+    offline = unreachable or hub_offline() or "connect" in text.lower() or "offline" in text.lower()
     if offline:
         return f"model {source!r} is not on this machine and the Hub cannot be reached: {OFFLINE_HINT}"
     first = text.strip().splitlines()[0] if text.strip() else type(error).__name__
@@ -350,11 +371,15 @@ def _load_pretrained(
     kwargs: dict[str, Any] = {"revision": revision} if revision else {}
     if gguf_file is not None:
         kwargs["gguf_file"] = gguf_file
+    unreachable = not Path(source).exists() and not hub_offline() and not hub_reachable()
+    if unreachable:  # the local cache only: no retries against a Hub that cannot answer
+        logger.info("the Hub cannot be reached; %s is looked for in the local cache only", source)
+        kwargs["local_files_only"] = True
     logger.info("loading %s%s", source, f" ({gguf_file})" if gguf_file else "")
     try:
         config = AutoConfig.from_pretrained(source, **kwargs)
     except OSError as error:
-        raise UsageError(unreachable_message(source, error)) from None
+        raise UsageError(unreachable_message(source, error, unreachable)) from None
     auto = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForCausalLM
     model = auto.from_pretrained(source, dtype=torch_dtype or torch.float32, **kwargs)
     if tokenizer is None:
