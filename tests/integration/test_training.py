@@ -251,9 +251,10 @@ def test_bad_reward_calls_are_named(no_model):
 
 
 def test_importing_full_metric_does_not_import_trl():
-    done = run_checked([sys.executable, "-c", "import sys, full_metric, full_metric.faces.training; print('trl' in sys.modules)"],
-                       timeout=120)
-    assert done.stdout.strip() == "False"
+    code = "import sys, full_metric, full_metric.faces.training; print(full_metric.__file__); print('trl' in sys.modules)"
+    done = run_checked([sys.executable, "-c", code], timeout=120, cwd=REPO, env={**_environ(), "PYTHONPATH": str(REPO)})
+    where, trl = done.stdout.strip().splitlines()
+    assert Path(where) == REPO / "full_metric" / "__init__.py" and trl == "False"  # this checkout's package
 
 
 # -- policies as they are ----------------------------------------------------------------------
@@ -441,11 +442,22 @@ def test_callbacks_given_to_the_trainer_reach_on_log_or_are_refused_before_train
 
 
 # -- the judge's placement: one rule for the three faces --------------------------------------
-def test_judge_placement_is_one_rule():
+def test_judge_placement_is_one_rule(monkeypatch):
     from full_metric.faces.training import judge_placement
+    from full_metric.models import resolve_device
 
-    assert judge_placement({}, None)["device"] == "cpu"  # nothing given: the best here (no GPU)
-    assert judge_placement({"device": "auto"}, None) == {"device": "cpu", "dtype": None}
+    here = resolve_device(None)  # nothing given: the best on this machine (a GPU where there is one)
+    assert judge_placement({}, None)["device"] == str(here)
+    assert judge_placement({"device": "auto"}, None) == {"device": str(here),
+                                                          "dtype": None if here.type == "cpu" else "bfloat16"}
+    # under torchrun on a machine with two GPUs, "auto" is this process's own GPU (LOCAL_RANK)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    assert judge_placement({"device": "auto"}, None)["device"] == "cuda:1" == str(resolve_device("auto"))
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    assert judge_placement({}, None)["device"] == "cuda:0"
+    monkeypatch.undo()
     assert judge_placement({"device": "auto"}, "cuda:1") == {"device": "cuda:1", "dtype": "bfloat16"}
     assert judge_placement({}, "cuda:0")["dtype"] == "bfloat16"  # an accelerator: bfloat16 ...
     assert judge_placement({"dtype": "float32"}, "cuda:0")["dtype"] == "float32"  # ... unless dtype says otherwise
