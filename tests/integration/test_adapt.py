@@ -451,3 +451,41 @@ def test_the_training_score_follows_the_scorers_self_check_fallback(llama_folder
     with torch.no_grad():
         ours = complaints.dialog_scores(scorer, scorer.model, dialogs).tolist()
     assert ours == pytest.approx(scorer.score([d[:-1] for d in dialogs], [d[-1] for d in dialogs]).scores, rel=1e-4)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_no_pair_pits_a_reply_against_itself(seed):
+    """For any draw: a corrupted reply never equals the real turn (as the scorer reads them, spaces
+    aside), even in dialogs that repeat themselves, where an echo, a far turn, another dialog's turn
+    or a generic reply can be the real turn word for word; and every kind is drawn."""
+    import random
+
+    from full_metric.research.pairs import TRAINING_ACKNOWLEDGEMENTS, TRAINING_GENERIC_REPLIES
+
+    rng = random.Random(seed)
+    pool = ["Okay.", "Yep.", "ok ok", "Right.", "I like boats a lot.", " Okay. ", "Hmm.", "boats boats"]
+    dialogs = [[rng.choice(pool) for _ in range(rng.randint(2, 8))] for _ in range(300)]
+    pairs = complaints.make_pairs(dialogs, random.Random(seed))
+    assert pairs and all(p.corrupted.strip() != p.real.strip() for p in pairs)
+    assert {p.kind for p in pairs} == set(complaints.CORRUPTIONS)
+    assert all(p.corrupted in (*TRAINING_GENERIC_REPLIES, *TRAINING_ACKNOWLEDGEMENTS)
+               for p in pairs if p.kind in ("generic", "acknowledgement"))
+
+
+@pytest.mark.parametrize("aggregation", ["sum", "mean", "balanced", "perplexity"])
+@pytest.mark.parametrize("positive", [0, 2])
+def test_the_differentiable_aggregation_is_the_scorers(aggregation, positive):
+    """aggregate_tensor on a (dialogs x follow-ups) tensor equals aggregate, item by item, for every
+    aggregation, with and without positive follow-ups (perplexity takes none), on random values."""
+    from full_metric.aggregate import aggregate
+
+    if aggregation == "perplexity" and positive:
+        with pytest.raises(ValueError):
+            complaints.aggregate_tensor(torch.zeros(1, 3), [1, 1, 1], aggregation, positive)
+        return
+    generator = torch.Generator().manual_seed(7)
+    values = -torch.rand(5, 6, generator=generator, dtype=torch.float64) * 30
+    counts = [3, 5, 2, 7, 4, 6]
+    ours = complaints.aggregate_tensor(values, counts, aggregation, positive).tolist()
+    want = [aggregate(row, counts, aggregation, positive) for row in values.tolist()]
+    assert ours == pytest.approx(want, rel=1e-9)

@@ -294,12 +294,29 @@ def test_a_policy_without_padding_token_in_a_real_trainer_run_keeps_the_newest_t
     assert [row["context"] for row in table] == [*CONTEXTS, long_context]
 
 
-def test_generation_pads_with_end_of_text_and_restores_the_tokenizer(tiny_models, no_pad_tokenizer):
+def test_generation_pads_with_end_of_text_and_restores_the_tokenizer(tiny_models, no_pad_tokenizer, monkeypatch):
+    """A tokenizer without a padding token: a batch of prompts of different lengths is padded on the
+    left with the end-of-text token (masked out), generate is told so; the tokenizer is unchanged."""
     tok = no_pad_tokenizer
     tok.padding_side, tok.truncation_side = "right", "right"
-    answers = generate_responses(tiny_models["llama"], tok, CONTEXTS, {"max_new_tokens": 3})
+    model = tiny_models["llama"]
+    calls = []
+    real = model.generate
+
+    def recorded(**kwargs):
+        calls.append(kwargs)
+        return real(**kwargs)
+
+    monkeypatch.setattr(model, "generate", recorded)
+    answers = generate_responses(model, tok, CONTEXTS, {"max_new_tokens": 3})
     assert len(answers) == 3
     assert (tok.pad_token, tok.padding_side, tok.truncation_side) == (None, "right", "right")
+    (call,) = calls
+    ids, mask = call["input_ids"], call["attention_mask"]
+    assert call["pad_token_id"] == tok.eos_token_id
+    assert (mask == 0).any()  # the prompts differ in length: some row is padded
+    assert bool((ids[mask == 0] == tok.eos_token_id).all())  # padded with end-of-text ...
+    assert all(m.tolist() == sorted(m.tolist()) for m in mask)  # ... on the left
 
 
 def test_every_rank_calls_generate_equally_often(tiny_models, tokenizer, monkeypatch):
@@ -591,3 +608,17 @@ def test_the_example_teaches_a_chat_answer_to_end_as_its_template_ends_a_turn(to
     labels = [t for t in data[0]["labels"] if t != -100]
     assert tok.decode(labels) == "Great, I went hiking.<end_of_turn>\n"
     assert tok.eos_token_id not in labels
+
+
+def test_a_decoder_prompt_loses_only_the_tokenizers_trailing_end_of_text(tiny_models, tokenizer):
+    """A tokenizer that closes every text with end-of-text (BlenderBot's here) gives a decoder-only
+    prompt without it: exactly that one token goes, every token of the prompt's text stays."""
+    from full_metric.faces.training import prompt_ids, prompt_text
+
+    model = tiny_models["llama"]
+    for context in (["Hi! How was your weekend?"], ["Hi!", "Hello, who is this?", "It's me."]):
+        text = prompt_text(tokenizer, context, model.config)
+        full = tokenizer(text)["input_ids"]
+        assert full[-1] == tokenizer.eos_token_id and full[-2] != tokenizer.eos_token_id
+        ids = prompt_ids(model, tokenizer, [context], 4)[0]
+        assert ids == full[:-1] and tokenizer.decode(ids).endswith("B:")

@@ -48,3 +48,19 @@ def test_differences_name_each_field_that_differs():
     assert signature_differences("scored elsewhere", a) == f"'scored elsewhere' vs {a!r}"
     with pytest.raises(ValueError, match="not a FULL signature"):
         Signature.parse("full:1|model:x@y")
+
+
+def test_differences_name_every_field_the_version_included():
+    """Two signatures that differ in one field, for every field (the package version included), are
+    told apart by that field's name; equal ones differ in nothing."""
+    from full_metric.result import Signature
+
+    text = ("full:0.1.0|model:m@sha256:abc|dtype:float32|engine:packed|render:chat_template|speakers:stripped|"
+            "trunc:left-8184|turns:50|fu:paper-5-f55a6ff1|pos:none-0-0|agg:sum|level:turn")
+    base = Signature.parse(text)
+    assert not base.differences(Signature.parse(text))
+    for part in text.split("|"):
+        key, _, value = part.partition(":")
+        changed = Signature.parse(text.replace(part, f"{key}:{value}x"))
+        found = base.differences(changed)
+        assert len(found) == 1 and found[0].startswith(f"{key}: ") and found[0].endswith("x"), (key, found)
