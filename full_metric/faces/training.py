@@ -299,6 +299,7 @@ class FullCallback(TrainerCallback):
         self.batch_size = positive_int(batch_size, "batch_size")
         self.trainer: Any = trainer
         self.evaluations = 0
+        self.generate_calls = 0  # generate calls of this rank at the last evaluation
         if tokenizer is not None:
             check_generation_tokenizer(tokenizer)
 
@@ -330,6 +331,7 @@ class FullCallback(TrainerCallback):
         indices = shares[rank.rank]
         mine = [self.contexts[i] for i in indices]
         batches = max(-(-len(share) // self.batch_size) for share in shares)
+        self.generate_calls = batches  # every rank's, the same (a rank with fewer contexts answers a filler)
         prompts: list[str] = []
         responses = generate_responses(model, tokenizer, mine, self.generation_kwargs, self.batch_size,
                                        batches=batches, prompts=prompts)

@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 
 from ..files.dialog_files import check_row, open_rows
 from ..errors import UsageError
-from ..models import ADAPTATION_FILE, native_bf16, resolve_device
+from ..models import ADAPTATION_FILE, PACKAGED_MODELS, native_bf16, resolve_device
 from ..scorer import FullScorer
 from ..version import __version__
 from . import complaints
@@ -369,12 +369,12 @@ def adapt(
         _train_on_pairs(scorer, judge, pairs, batches, run, autocast, max_context, margin, lm_weight, progress)
     else:
         _train_on_dialogs(judge, batches, run, autocast, progress)
+    adapter = _adapter_weights(judge) if save_adapter else None  # float16: the judge keeps those very weights
     after = _measure(scorer, judge, held_batches, held_pairs, autocast, max_length, batch_size, objective)
     record.held_out_loss_after = after["loss"]
     record.held_out_pair_accuracy_after = after.get("pair_accuracy")
     record.seconds = run.seconds
     record.digest = _digest(record)
-    adapter = _adapter_weights(judge) if save_adapter else None
     _write_judge(_plain_weights(judge.merge_and_unload() if method == "lora" else judge), scorer.tokenizer, record,
                  output, adapter)
     run.finish()
@@ -491,10 +491,15 @@ def _train_on_pairs(scorer: FullScorer, judge: Any, pairs: list[complaints.Pair]
 
 
 def _adapter_weights(judge: Any) -> dict[str, Any]:
-    """The LoRA adapter alone, before it is merged: its peft config and float16 weights."""
+    """The LoRA adapter alone, before it is merged: its peft config and float16 weights (which the
+    judge is given back, rounded)."""
     from peft import get_peft_model_state_dict
 
+    from peft import set_peft_model_state_dict
+
     weights = {k: v.detach().to("cpu", torch.float16).contiguous() for k, v in get_peft_model_state_dict(judge).items()}
+    # the judge takes the float16 values too, so the merged judge and the adapter on its base are one judge
+    set_peft_model_state_dict(judge, {k: v.float() for k, v in weights.items()})
     return {"config": judge.peft_config["default"], "weights": weights}
 
 
@@ -531,7 +536,10 @@ def _write_judge(model: Any, tokenizer: Any, record: Adaptation, output: Path,
             from safetensors.torch import save_file
 
             (partial / ADAPTER_FOLDER).mkdir()
-            adapter["config"].save_pretrained(partial / ADAPTER_FOLDER)
+            config = adapter["config"]
+            if any(file == record.base_model for _, file, _ in PACKAGED_MODELS.values()):
+                config.base_model_name_or_path = record.base_model  # found by its name: no path of this machine
+            config.save_pretrained(partial / ADAPTER_FOLDER)
             save_file(adapter["weights"], partial / ADAPTER_FOLDER / "adapter_model.safetensors",
                       metadata={"format": "pt"})
             (partial / ADAPTER_FOLDER / ADAPTATION_FILE).write_text(json.dumps(asdict(record), indent=2),

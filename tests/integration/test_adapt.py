@@ -489,3 +489,32 @@ def test_the_differentiable_aggregation_is_the_scorers(aggregation, positive):
     ours = complaints.aggregate_tensor(values, counts, aggregation, positive).tolist()
     want = [aggregate(row, counts, aggregation, positive) for row in values.tolist()]
     assert ours == pytest.approx(want, rel=1e-9)
+
+
+def test_an_adapter_alone_loads_on_its_base_and_scores_as_the_merged_judge(learnable, llama_folder, tmp_path):
+    """adapt --save-adapter writes the LoRA adapter alone (peft format, float16) beside the merged
+    judge; FullScorer loads the adapter folder on its base model: the merged judge's scores within
+    1e-4, a signature naming the adaptation (and differing from the base's), a small file."""
+    from safetensors.torch import load_file
+
+    done = adapt(str(llama_folder), [str(learnable)], tmp_path / "judge", objective="complaints", max_pairs=16,
+                 batch_size=4, held_out=0.05, learning_rate=5e-2, lora_rank=4, progress=False, save_adapter=True)
+    adapter = tmp_path / "judge" / "adapter"
+    assert {"adapter_config.json", "adapter_model.safetensors", "adaptation.json"} <= {p.name for p in adapter.iterdir()}
+    assert {v.dtype for v in load_file(str(adapter / "adapter_model.safetensors")).values()} == {torch.float16}
+    merged, alone, base = (FullScorer(str(p), progress=False) for p in (tmp_path / "judge", adapter, llama_folder))
+    dialogs = [["Hi! How was your weekend?"], ["Do you cook?", "Not really.", "Why not?"]], ["Great.", "I burn it."]
+    assert alone.score(*dialogs).scores == pytest.approx(merged.score(*dialogs).scores, rel=1e-4)
+    assert alone.score(*dialogs).scores != pytest.approx(base.score(*dialogs).scores, rel=1e-4)
+    assert f"+adapted:{done.digest}|" in alone.signature() and "|model:adapter@sha256:" in alone.signature()
+    assert "+adapter:sha256:" in alone.signature() and alone.signature() != base.signature()
+
+
+def test_an_adapter_on_other_weights_is_refused(learnable, llama_folder, tmp_path, tiny_models, tokenizer):
+    adapt(str(llama_folder), [str(learnable)], tmp_path / "judge", objective="complaints", max_pairs=8, batch_size=4,
+          held_out=0.05, lora_rank=4, progress=False, save_adapter=True)
+    record = json.loads((tmp_path / "judge" / "adapter" / "adaptation.json").read_text())
+    record["base_revision"] = "sha256:0000000000000000"
+    (tmp_path / "judge" / "adapter" / "adaptation.json").write_text(json.dumps(record))
+    with pytest.raises(ValueError, match="only means something on the weights it was trained on"):
+        FullScorer(str(tmp_path / "judge" / "adapter"), progress=False)

@@ -149,13 +149,17 @@ def test_two_real_processes_log_what_one_logs_in_input_order(policy_folder, tiny
     contexts = tmp_path / "contexts.jsonl"
     contexts.write_text("".join(json.dumps({"context": c, "response": "ok"}) + "\n" for c in FIVE_CONTEXTS))
     script = [str(REPO / "examples" / "train_with_full.py"), "--policy", str(policy_folder), "--judge",
-              str(tiny_blenderbot_path), "--steps", "2", "--eval-steps", "2", "--contexts", str(contexts)]
-    env = {**_environ(), "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+              str(tiny_blenderbot_path), "--steps", "2", "--eval-steps", "2", "--contexts", str(contexts),
+              "--generation-batch-size", "2"]  # shares of 3 and 2 contexts: 2 calls and 1 call + a filler
+    env = {**_environ(), "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1",
+           "PYTHONUNBUFFERED": "1"}  # the ranks write as they go: their lines must still come whole
     one = run_checked([sys.executable, *script, "--output-dir", str(tmp_path / "one")], timeout=600, cwd=REPO, env=env)
     two = run_checked([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port),
                        *script, "--output-dir", str(tmp_path / "two")], timeout=600, cwd=REPO, env=env)
-    assert sorted(line for line in two.stdout.splitlines() if line.startswith("rank ")) == ["rank 0 of 2", "rank 1 of 2"]
-    assert [line for line in one.stdout.splitlines() if line.startswith("rank ")] == ["rank 0 of 1"]
+    calls = "generate calls per evaluation"
+    assert sorted(line for line in two.stdout.splitlines() if line.startswith("rank ")) == [
+        f"rank 0 of 2: 2 {calls}", f"rank 1 of 2: 2 {calls}"]  # both ranks ran, the one with 2 contexts padded out
+    assert [line for line in one.stdout.splitlines() if line.startswith("rank ")] == [f"rank 0 of 1: 3 {calls}"]
     single, double = (json.loads(next(x for x in reversed(done.stdout.splitlines()) if x.startswith("{")))
                       for done in (one, two))
     assert double["before"]["eval_full_n"] == single["before"]["eval_full_n"] == len(FIVE_CONTEXTS)
