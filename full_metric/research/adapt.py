@@ -314,8 +314,7 @@ def adapt(
     n_held = max(1, min(MAX_HELD_OUT, round(len(dialogs) * held_out)))
     if len(dialogs) < n_held + 1:
         raise AdaptError(f"{len(dialogs)} usable dialog(s): too few to hold {n_held} out and train on the rest")
-    rng = random.Random(HELD_OUT_SEED)
-    rng.shuffle(dialogs)  # the held-out split: the same for every seed
+    rng = split_held_out(dialogs)  # the held-out split: the same for every seed
     if seed != HELD_OUT_SEED:  # (seed 0 goes on with the split's generator, as before seeds split alike)
         rng = random.Random(seed)
         dialogs[n_held:] = rng.sample(dialogs[n_held:], len(dialogs) - n_held)
@@ -381,6 +380,23 @@ def adapt(
     logger.info("adapted %s: held-out loss %.4f -> %.4f; written to %s", name, record.held_out_loss_before,
                 record.held_out_loss_after, output)
     return record
+
+
+def split_held_out(dialogs: list[list[str]]) -> random.Random:
+    """Shuffle ``dialogs`` in place into :func:`adapt`'s order, whose first ``round(len * held_out)``
+    (at most :data:`MAX_HELD_OUT`) are the held-out dialogs of every run; returns the generator, to go on
+    with for seed :data:`HELD_OUT_SEED`."""
+    rng = random.Random(HELD_OUT_SEED)
+    rng.shuffle(dialogs)
+    return rng
+
+
+def held_out_dialogs(sources: Sequence[str], held_out: float) -> list[list[str]]:
+    """The dialogs :func:`adapt` holds out of training for these sources and ``held_out``: what a
+    measurement of its judges may use without testing on their training data."""
+    dialogs = read_dialogs(sources)
+    split_held_out(dialogs)
+    return dialogs[: max(1, min(MAX_HELD_OUT, round(len(dialogs) * held_out)))]
 
 
 def _measure(scorer: FullScorer, judge: Any, held_batches: list[dict[str, torch.Tensor]],

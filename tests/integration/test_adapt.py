@@ -518,3 +518,23 @@ def test_an_adapter_on_other_weights_is_refused(learnable, llama_folder, tmp_pat
     (tmp_path / "judge" / "adapter" / "adaptation.json").write_text(json.dumps(record))
     with pytest.raises(ValueError, match="only means something on the weights it was trained on"):
         FullScorer(str(tmp_path / "judge" / "adapter"), progress=False)
+
+
+def test_the_probe_script_runs_on_the_tiny_fixture(distinct, tiny_blenderbot_path, tmp_path):
+    """reports/smollm2-complaints/probe.py on a tiny judge and a small dialog file: every probe answer
+    has a share in [0, 1] within its interval, on the held-out dialogs adapt would hold out."""
+    import sys
+
+    from ..helpers import run_checked
+
+    repo = Path(__file__).resolve().parents[2]
+    out = tmp_path / "probe.json"
+    run_checked([sys.executable, str(repo / "reports" / "smollm2-complaints" / "probe.py"), "--judge",
+                 f"tiny={tiny_blenderbot_path}", "--source", str(distinct), "--held-out", "0.2", "--contexts", "12",
+                 "-o", str(out)], timeout=300, cwd=repo, env={"PYTHONPATH": str(repo), "HF_HUB_OFFLINE": "1",
+                                                              "PATH": "/usr/bin:/bin"})
+    record = json.loads(out.read_text())
+    rows = record["judges"]["tiny"]["answers"]
+    assert record["contexts"] == 12 and set(rows) == {"Yes.", "I don't know.", "Ok.", "repeated word", "echo",
+                                                      "other conversation", "first word"}
+    assert all(0 <= r["low"] <= r["beats_human"] <= r["high"] <= 1 and r["wins"] <= 12 for r in rows.values())

@@ -1,0 +1,66 @@
+"""The gaming probe (issue 37, 3a): on contexts no judge was trained on (the held-out dialogs of
+`full-metric adapt`, the same for every seed), each judge scores the human's real next turn and
+answers a policy could learn instead ("Yes.", "I don't know.", "Ok.", a repeated word, an echo of
+the last turn, another conversation's turn, the human's turn cut to its first word): the share of
+contexts where each beats the human, with a 95% interval (full_metric.research.probe).
+
+    python reports/smollm2-complaints/probe.py --judge base=smollm2-gguf --judge shipped=JUDGE_FOLDER \\
+        -o reports/smollm2-complaints/probe.json
+
+Each context is a held-out dialog cut at a random turn (seeded): its turns before the cut, and the
+turn at the cut as the human's answer. Writes the figures as JSON and prints a Markdown table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from pathlib import Path
+
+from full_metric import FullScorer
+from full_metric.research.adapt import held_out_dialogs
+from full_metric.research.probe import gaming_probe
+
+
+def contexts_and_answers(sources: list[str], held_out: float, limit: int, seed: int) -> tuple[list, list]:
+    """Up to ``limit`` held-out dialogs, each cut at a random turn: (contexts, the human's answers)."""
+    rng = random.Random(seed)
+    contexts, humans = [], []
+    for dialog in held_out_dialogs(sources, held_out)[:limit]:
+        cut = rng.randint(1, len(dialog) - 1)
+        contexts.append(dialog[max(0, cut - 4) : cut])
+        humans.append(dialog[cut])
+    return contexts, humans
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--judge", action="append", required=True, metavar="NAME=MODEL",
+                        help="a judge to probe, named (repeat for several)")
+    parser.add_argument("--source", nargs="+", default=["chitchat"], help="the dialogs the judges were adapted on")
+    parser.add_argument("--held-out", type=float, default=0.06, help="adapt's --held-out of those runs")
+    parser.add_argument("--contexts", type=int, default=241)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("-o", "--output", required=True)
+    args = parser.parse_args()
+    contexts, humans = contexts_and_answers(args.source, args.held_out, args.contexts, args.seed)
+    record: dict = {"contexts": len(contexts), "seed": args.seed, "judges": {}}
+    for named in args.judge:
+        name, _, model = named.partition("=")
+        judge = FullScorer(model, progress=False)
+        rows = gaming_probe(lambda c, r: judge.score(c, r).scores, contexts, humans, args.seed)
+        record["judges"][name] = {"signature": judge.signature(), "answers": {
+            r.answer: {"beats_human": r.rate, "low": r.low, "high": r.high, "wins": r.wins, "mean": r.mean_score}
+            for r in rows}}
+    Path(args.output).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    names = list(record["judges"])
+    print("| answer | " + " | ".join(f"{n}: beats the human [95%]" for n in names) + " |")
+    print("|---|" + "---|" * len(names))
+    for answer in record["judges"][names[0]]["answers"]:
+        cells = [record["judges"][n]["answers"][answer] for n in names]
+        print(f"| {answer} | " + " | ".join(f"{c['beats_human']:.0%} [{c['low']:.0%}, {c['high']:.0%}]" for c in cells)
+              + " |")
+
+
+if __name__ == "__main__":
+    main()
