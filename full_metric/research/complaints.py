@@ -29,10 +29,16 @@ from ..loglik import (
     _within_follow_ups,
 )
 from ..scorer import FullScorer
-from .pairs import (  # noqa: F401 - the pairs' names, read through this module too
-    CORRUPTIONS, DEFAULT_MIX, FIVE_KIND_MIX, TRAINING_ACKNOWLEDGEMENTS, TRAINING_GENERIC_REPLIES, Pair, check_mix,
+from .pairs import (
+    CORRUPTIONS, DEFAULT_MIX, TRAINING_ACKNOWLEDGEMENTS, TRAINING_GENERIC_REPLIES, Pair, check_mix,
     make_pairs, normalised,
 )
+
+__all__ = [  # the objective, and the pairs' names (research/pairs.py), read through this module too
+    "CORRUPTIONS", "DEFAULT_MIX", "TRAINING_ACKNOWLEDGEMENTS", "TRAINING_GENERIC_REPLIES", "Pair", "check_mix",
+    "make_pairs", "normalised", "check_trainable", "aggregate_tensor", "follow_up_log_likelihoods", "packs",
+    "dialog_scores", "pair_margins", "pair_accuracy", "pair_loss",
+]
 
 def check_trainable(aggregation: str, positive: int) -> None:
     """Refuse an aggregation the objective cannot train: ``perplexity`` with positive follow-ups

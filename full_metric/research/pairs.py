@@ -16,8 +16,6 @@ CORRUPTIONS = ("other", "echo", "far", "truncated", "generic", "acknowledgement"
 #: base judge, answers the first five kinds do not draw.
 DEFAULT_MIX = {"other": 0.3, "echo": 0.15, "far": 0.1, "truncated": 0.15, "generic": 0.1, "acknowledgement": 0.1,
                "repeated": 0.1}
-#: The mix of the judges trained before the ``acknowledgement`` and ``repeated`` kinds existed.
-FIVE_KIND_MIX = {"other": 0.4, "echo": 0.15, "far": 0.15, "truncated": 0.15, "generic": 0.15}
 #: Short generic replies for training pairs; none of them is a measured answer (:func:`normalised`).
 TRAINING_GENERIC_REPLIES = ("Okay.", "Hmm.", "Right.", "I see.", "Nice.", "Oh.", "Maybe.", "Cool.")
 #: Bare acknowledgements for training pairs; none of them is a measured answer (:func:`normalised`).

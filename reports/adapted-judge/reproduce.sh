@@ -14,7 +14,7 @@ mkdir -p judges
 for budget in 20000 40000; do
   judge=judges/smollm2-chitchat-$budget
   [ -d "$judge" ] || /usr/bin/time -f "adapt $budget: %e s" full-metric adapt chitchat -o "$judge" --model "$GGUF" \
-      --max-tokens $budget --batch-size 4 --max-length 256 --held-out 0.0125 2>&1 | tee "judges/adapt-$budget.log"
+      --max-tokens $budget --batch-size 4 --max-length 256 --held-out 0.0125 --schedule constant 2>&1 | tee "judges/adapt-$budget.log"
   cp "$judge/adaptation.json" "$OUT/adaptation-$budget.json"
 done
 for judge in "$GGUF" judges/smollm2-chitchat-20000 judges/smollm2-chitchat-40000; do
