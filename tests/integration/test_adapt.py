@@ -297,17 +297,35 @@ def learnable(tmp_path_factory) -> Path:
     return path
 
 
+def _held_out_margin(model: str, learnable: Path) -> float:
+    """The mean of score(real) - score(corrupted) over adapt's held-out pairs of ``learnable``."""
+    import random
+
+    from full_metric.research.adapt import HELD_OUT_SEED, held_out_dialogs
+
+    pairs = complaints.make_pairs(held_out_dialogs([str(learnable)], 0.0625), random.Random(HELD_OUT_SEED + 1),
+                                  complaints.DEFAULT_MIX)
+    scorer = FullScorer(model, progress=False)
+    with torch.no_grad():
+        return float(complaints.pair_margins(scorer, scorer.model, pairs, 512).mean())
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("kind, rate", [("causal", 3e-3), ("seq2seq", 1e-3)])
-def test_the_complaints_objective_learns_when_complaints_follow(kind, rate, learnable, llama_folder,
+def test_the_complaints_objective_learns_when_complaints_follow(kind, rate, seed, learnable, llama_folder,
                                                                  tiny_blenderbot_path, tmp_path):
-    """Full fine-tuning, 60 steps of 8 pairs: held-out pair accuracy rises by 0.1 or more (measured:
-    causal 0.65 -> 0.80, seq2seq 0.50 -> 0.70). LoRA on these tiny random models did not rise in such
-    budgets (rank 4 and 8, learning rates 3e-3 to 3e-2), so it is not claimed here."""
+    """Full fine-tuning, 60 steps of 8 pairs, for any training order (three seeds): on the 40 held-out
+    pairs, the mean margin score(real) - score(corrupted) rises by more than the loss's margin of 1
+    nat (measured on seeds 0 to 3: causal 0.03 -> 2.3 to 3.5, seq2seq -0.25 -> 1.0 to 1.4). The
+    held-out accuracy itself moves by single pairs on 40 (causal 0.68 -> 0.60 to 0.78), too coarse to
+    assert for every order. LoRA on these tiny random models did not rise in such budgets, so it is
+    not claimed here."""
     base = str(llama_folder if kind == "causal" else tiny_blenderbot_path)
     done = adapt(base, [str(learnable)], tmp_path / "judge", objective="complaints", method="full", max_pairs=480,
-                 batch_size=8, held_out=0.0625, learning_rate=rate, margin=1.0, lm_weight=0.1, progress=False)
+                 batch_size=8, held_out=0.0625, learning_rate=rate, margin=1.0, lm_weight=0.1, progress=False,
+                 seed=seed)
     assert done.objective == "complaints" and done.pairs == 480 and done.held_out_pairs == 40
-    assert done.held_out_pair_accuracy_after >= done.held_out_pair_accuracy_before + 0.1
+    assert _held_out_margin(str(tmp_path / "judge"), learnable) > _held_out_margin(base, learnable) + 1.0
     record = json.loads((tmp_path / "judge" / "adaptation.json").read_text())
     assert record["corruption_mix"] == complaints.DEFAULT_MIX and record["margin"] == 1.0
     assert "Objective: `complaints`" in (tmp_path / "judge" / "README.md").read_text()

@@ -211,13 +211,18 @@ def test_killed_then_resumed_equals_an_uninterrupted_run(launcher, tiny_blenderb
     assert not (tmp_path / "resumed.jsonl.parts").exists()
 
 
-def test_resume_refuses_an_output_of_other_settings_or_input(tiny_blenderbot_path, tmp_path, capsys):
+def _killed_run(tiny_blenderbot_path, tmp_path) -> tuple[list[str], Path, Path, dict[str, bytes]]:
+    """A run of 300 rows killed after 16: its arguments, output, parts folder and the parts' bytes."""
     src = _write_jsonl(tmp_path / "in.jsonl", _rows(300))
     out = tmp_path / "out.jsonl"
     parts = tmp_path / "out.jsonl.parts"
     args = ["score", str(src), "-o", str(out), "--chunk-size", "8", *_options(tiny_blenderbot_path)]
     _kill_partway([sys.executable, "-m", "full_metric", *args], parts, 16)
-    before = {p.name: p.read_bytes() for p in parts.iterdir()}
+    return args, out, parts, {p.name: p.read_bytes() for p in parts.iterdir()}
+
+
+def test_resume_refuses_an_output_of_other_settings_or_input(tiny_blenderbot_path, tmp_path, capsys):
+    args, out, parts, before = _killed_run(tiny_blenderbot_path, tmp_path)
     assert main([*args, "--resume", "--aggregation", "mean"]) == 2
     assert "belongs to another settings (agg: sum vs mean)" in capsys.readouterr().err  # the field that differs
     other = _write_jsonl(tmp_path / "other.jsonl", _rows(301))
@@ -352,12 +357,7 @@ def test_the_output_is_the_input_however_it_is_named(tmp_path, monkeypatch):
 def test_every_rank_refuses_a_parts_folder_of_other_settings_before_anyone_writes(tiny_blenderbot_path, tmp_path):
     """Under torchrun with 2 processes, --resume on a parts folder made with other settings: both
     ranks refuse (each exits with the message), and no rank writes a row into the folder."""
-    src = _write_jsonl(tmp_path / "in.jsonl", _rows(300))
-    out = tmp_path / "out.jsonl"
-    parts = tmp_path / "out.jsonl.parts"
-    args = ["score", str(src), "-o", str(out), "--chunk-size", "8", *_options(tiny_blenderbot_path)]
-    _kill_partway([sys.executable, "-m", "full_metric", *args], parts, 16)
-    before = {p.name: p.read_bytes() for p in parts.iterdir()}
+    args, _, parts, before = _killed_run(tiny_blenderbot_path, tmp_path)
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
     done = subprocess.run([*TORCHRUN, "-m", "full_metric", *args, "--resume", "--aggregation", "mean"], cwd=REPO,
                           env=env, capture_output=True, text=True, timeout=TIMEOUT)
