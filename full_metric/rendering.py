@@ -85,14 +85,12 @@ def default_rendering(
 
 @dataclass(frozen=True)
 class EncodedDialog:
-    """A dialog's context token ids and how many of its tokens truncation dropped."""
+    """A dialog's context token ids, how many of its tokens truncation dropped, and whether the model
+    reads any of its context (``False``: the last turn alone filled the budget, or was itself cut)."""
 
     context_ids: tuple[int, ...]
     dropped_tokens: int
-
-
-class NoRoomError(UsageError):
-    """A dialog's last turn (the response) fills the model's budget alone: no context would be read."""
+    context_read: bool = True
 
 
 def newest_turns_that_fit(ids: Any, turns: Sequence[str], max_tokens: int) -> int:
@@ -202,7 +200,7 @@ class Renderer:
             ids = ids[:cut]
         return tuple(ids)
 
-    def encode(self, turns: Sequence[str], max_tokens: int, *, strict: bool = True) -> EncodedDialog:
+    def encode(self, turns: Sequence[str], max_tokens: int) -> EncodedDialog:
         """Render and tokenise a dialog's context, keeping at most ``max_tokens`` tokens.
 
         Tokens beyond the budget are dropped from the start (the oldest turns), never the end;
@@ -210,21 +208,20 @@ class Renderer:
         whole turns and rendered again, so its opening (BOS, system header) stays. The
         ``reference`` rendering cuts the end instead, as the authors' package did.
 
-        ``strict`` (the scorer): a last turn (the response) that alone fills the budget, so that
-        no context would be read (or is itself longer than the budget), raises
-        :class:`NoRoomError`; otherwise (training on cut pairs) its end is kept, as before.
+        A last turn (the response) that alone fills the budget, so that no context is read (or that
+        is itself longer than the budget), keeps its end, and the result says so (``context_read``).
         """
         if self.rendering == "chat_template":
-            return self._encode_whole_turns(turns, max_tokens, strict)
+            return self._encode_whole_turns(turns, max_tokens)
         encoded = encode_text(self.tokenizer, self.context_text(turns), max_tokens, True,
                               keep="start" if self.rendering == "reference" else "end")
-        if strict and encoded.dropped_tokens and self.rendering != "reference":
+        if encoded.dropped_tokens and self.rendering != "reference":
             alone = encode_text(self.tokenizer, self.context_text(turns[-1:]), 1 << 30, True).context_ids
             if len(alone) > max_tokens or (len(turns) > 1 and len(alone) >= max_tokens):
-                raise self._no_room(len(alone), max_tokens)
+                return EncodedDialog(encoded.context_ids, encoded.dropped_tokens, context_read=False)
         return encoded
 
-    def _encode_whole_turns(self, turns: Sequence[str], max_tokens: int, strict: bool) -> EncodedDialog:
+    def _encode_whole_turns(self, turns: Sequence[str], max_tokens: int) -> EncodedDialog:
         def ids(kept: Sequence[str]) -> list[int]:
             return list(self.tokenizer(self.context_text(kept), add_special_tokens=False, verbose=False)["input_ids"])
 
@@ -233,17 +230,10 @@ class Renderer:
             return EncodedDialog(tuple(full), 0)
         kept = newest_turns_that_fit(ids, turns, max_tokens)
         if kept == 0 or (kept == 1 and len(turns) > 1 and len(ids(turns[-1:])) >= max_tokens):
-            if strict:
-                raise self._no_room(len(ids(turns[-1:])), max_tokens)
-            return encode_text(self.tokenizer, self.context_text(turns), max_tokens, False)
-        cut = ids(turns[len(turns) - kept :])
-        return EncodedDialog(tuple(cut), len(full) - len(cut))
-
-    @staticmethod
-    def _no_room(tokens: int, max_tokens: int) -> NoRoomError:
-        return NoRoomError(f"the response (the dialog's last turn) takes {tokens} tokens as the model reads it, and "
-                           f"the model reads at most {max_tokens}: it leaves no room for the context, so the judge "
-                           "would not read it; shorten the response, or use a model that reads more")
+            cut = encode_text(self.tokenizer, self.context_text(turns), max_tokens, False)
+            return EncodedDialog(cut.context_ids, cut.dropped_tokens, context_read=False)
+        cut_ids = ids(turns[len(turns) - kept :])
+        return EncodedDialog(tuple(cut_ids), len(full) - len(cut_ids))
 
 
 def encode_text(tokenizer: Any, text: str, max_tokens: int, add_special_tokens: bool, keep: str = "end") -> EncodedDialog:

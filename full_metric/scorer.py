@@ -16,7 +16,7 @@ from .inputs import check_dialogs, strip_speakers
 from .loglik import LogLik, is_out_of_memory
 from .models import attention_window, load_model, model_lock
 from .presets import PRESETS, preset_fits, preset_runs
-from .rendering import EncodedDialog, NoRoomError, Renderer, default_rendering
+from .rendering import EncodedDialog, Renderer, default_rendering
 from .result import FullResult, make_signature
 from .settings import BY_NAME, CALL_OPTIONS, check_known, check_settings, describe, resolve_options
 
@@ -336,27 +336,25 @@ class FullScorer:
         return [d[-self.max_turns :] for d in dialogs]
 
     def encode(self, dialogs: Sequence[Sequence[str]], targets: Sequence[Sequence[int]]) -> list[EncodedDialog]:
-        """Each dialog's context ids within the budget these targets leave; a response that leaves no
-        room for its context is refused, naming the item (call under the model's lock: the tokenizer
-        is not thread-safe)."""
+        """Each dialog's context ids within the budget these targets leave (call under the model's
+        lock: the tokenizer is not thread-safe). Responses that leave no room for their context are
+        scored on their own end and counted in one warning that names them."""
         limit = self.context_limit(targets)
-        out = []
-        for item, turns in enumerate(dialogs):
-            try:
-                out.append(self.renderer.encode(turns, limit))
-            except NoRoomError as error:
-                raise NoRoomError(f"item {item}: {error}") from None
-        return out
+        encoded = [self.renderer.encode(turns, limit) for turns in dialogs]
+        alone = [i for i, e in enumerate(encoded) if not e.context_read]
+        if alone:
+            logger.warning("%d of %d responses leave no room for their context within the model's %d tokens (items %s): "
+                           "each was scored on its own end, without its context; shorten them, or use a model that "
+                           "reads more", len(alone), len(encoded), limit,
+                           ", ".join(map(str, alone[:20])) + (" ..." if len(alone) > 20 else ""))
+        return encoded
 
     def check(self, contexts: Sequence[Sequence[str]], responses: Sequence[str] | None = None, *,
               follow_ups: str | Sequence[str] | None = None,
               positive_follow_ups: str | Sequence[str] | None = None) -> None:
         """Every check :meth:`score` makes of this input (and these follow-ups), without model work."""
-        chosen = resolve_options({"follow_ups": follow_ups, "positive_follow_ups": positive_follow_ups}, self.options())
-        dialogs = self.dialogs(contexts, responses)
-        with model_lock(self.model):
-            self.encode(dialogs, [self.renderer.target_ids(f)
-                                  for f in (*chosen["follow_ups"], *chosen["positive_follow_ups"])])
+        resolve_options({"follow_ups": follow_ups, "positive_follow_ups": positive_follow_ups}, self.options())
+        self.dialogs(contexts, responses)
 
     score.__doc__ = score.__doc__.replace("{options}", describe(8, scope="call"))
 

@@ -154,8 +154,7 @@ def upload_lines(name: str, data: bytes, limits: Limits = LIMITS) -> list[tuple[
 def check_scorable(scorer: FullScorer, numbered: Sequence[tuple[int, dict[str, Any]]], follow_ups: Sequence[str],
                    positive_follow_ups: Sequence[str] = ()) -> None:
     """Every check the scorer makes of each row (a response that is only a speaker label when it
-    strips them, one that leaves no room for its context...), before any model work; the error names
-    the file's line."""
+    strips them...), before any model work; the error names the file's line."""
     for line, row in numbered:
         try:
             scorer.check([row["context"]], None if row["response"] is None else [row["response"]],
@@ -165,7 +164,7 @@ def check_scorable(scorer: FullScorer, numbered: Sequence[tuple[int, dict[str, A
 
 
 #: How the scorer names the one item of a one-row call (left out where the file's line is named instead).
-_ONE_ITEM = re.compile(r"^(item 0: |responses\[0\] |contexts\[0\] )")
+_ONE_ITEM = re.compile(r"^(responses\[0\] |contexts\[0\] )")
 
 
 def _row_within_limits(line: int, row: dict[str, Any], limits: Limits, csv_file: bool) -> dict[str, Any]:

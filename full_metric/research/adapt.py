@@ -164,7 +164,7 @@ def _example(scorer: FullScorer, dialog: Sequence[str], cut: int, max_length: in
     cap = CHARS_PER_TOKEN * max_length
     target = list(scorer.renderer.target_ids(dialog[cut][:cap]))[: max_length // 2]
     limit = min(scorer.context_limit([target]), max(1, max_length - len(target)))
-    context = list(scorer.renderer.encode([t[-cap:] for t in dialog[:cut]], limit, strict=False).context_ids)
+    context = list(scorer.renderer.encode([t[-cap:] for t in dialog[:cut]], limit).context_ids)
     if scorer.loaded.is_encoder_decoder:
         return context, target
     return context + target, context + target

@@ -138,8 +138,8 @@ def dialog_scores(scorer: FullScorer, model: Any, dialogs: Sequence[Sequence[str
     targets = [list(scorer.renderer.target_ids(f)) for f in (*scorer.follow_ups, *scorer.positive_follow_ups)]
     limit = scorer.context_limit(targets)
     limit = limit if max_context is None else max(1, min(limit, max_context))
-    contexts = [list(scorer.renderer.encode([*d[:-1][-scorer.max_turns:], d[-1]], limit, strict=max_context is None)
-                .context_ids) for d in dialogs]
+    contexts = [list(scorer.renderer.encode([*d[:-1][-scorer.max_turns:], d[-1]], limit).context_ids)
+                for d in dialogs]
     unique = list(dict.fromkeys(tuple(c) for c in contexts))
     # the packed layout only where the scorer itself scores packed (its load-time self-check may have fallen back)
     values = follow_up_log_likelihoods(model, unique, targets, scorer.pad_id,

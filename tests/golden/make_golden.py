@@ -57,18 +57,22 @@ def blenderbot(tok, model) -> list[list[float]]:
 
 def smollm2_chat(tok, model) -> list[list[float]]:
     """SmolLM2's chat format by hand: the default system turn, the turns as user / assistant (the
-    response is the assistant's), then the header of the next user turn, the oldest tokens
-    dropped to fit the positions; the follow-up is that turn's text and ``<|im_end|>``."""
+    response is the assistant's), then the header of the next user turn, the oldest whole turns
+    dropped to fit the positions (the system turn kept); the follow-up is that turn's text and
+    ``<|im_end|>``."""
     out = []
     for context, response in DIALOGS:
-        turns = [*context, response]
-        last = len(turns) - 1
-        text = SMOLLM2_SYSTEM + "".join(
-            f"<|im_start|>{'assistant' if (last - i) % 2 == 0 else 'user'}\n{t}<|im_end|>\n" for i, t in enumerate(turns))
-        ids = tok(text + "<|im_start|>user\n", add_special_tokens=False)["input_ids"]
         targets = [tok(f + "<|im_end|>", add_special_tokens=False)["input_ids"] for f in FOLLOW_UPS]
-        # the oldest tokens dropped so that the longest follow-up still fits the positions
-        ids = ids[-(model.config.max_position_embeddings - max(map(len, targets))):]
+        room = model.config.max_position_embeddings - max(map(len, targets))  # the longest follow-up still fits
+        turns = [*context, response]
+        for first in range(len(turns)):  # the oldest turns dropped, whole, until the rest fits
+            kept = turns[first:]
+            text = SMOLLM2_SYSTEM + "".join(
+                f"<|im_start|>{'assistant' if (len(kept) - 1 - i) % 2 == 0 else 'user'}\n{t}<|im_end|>\n"
+                for i, t in enumerate(kept))
+            ids = tok(text + "<|im_start|>user\n", add_special_tokens=False)["input_ids"]
+            if len(ids) <= room:
+                break
         row = []
         for target in targets:
             with torch.no_grad():

@@ -556,3 +556,30 @@ def test_the_probe_script_runs_on_the_tiny_fixture(distinct, tiny_blenderbot_pat
     assert record["contexts"] == 12 and set(rows) == {"Yes.", "I don't know.", "Ok.", "repeated word", "echo",
                                                       "other conversation", "first word"}
     assert all(0 <= r["low"] <= r["beats_human"] <= r["high"] <= 1 and r["wins"] <= 12 for r in rows.values())
+
+
+def test_the_command_line_resumes_and_saves_the_adapter(learnable, llama_folder, tmp_path, capsys, monkeypatch):
+    """adapt --resume --checkpoint-every --schedule --save-adapter: a run killed after its 3rd step
+    (a checkpoint every step), continued by the same command, writes the judge and its adapter with
+    the schedule asked for; without --resume the checkpoint is refused (exit 2, the reason said)."""
+    out = tmp_path / "judge"
+    args = ["adapt", str(learnable), "-o", str(out), "--model", str(llama_folder), "--objective", "complaints",
+            "--max-pairs", "16", "--batch-size", "4", "--held-out", "0.05", "--lora-rank", "4", "--schedule",
+            "constant", "--checkpoint-every", "1", "--save-adapter", "--no-progress"]
+    real_step = optimise.Run.step
+
+    def killed(self, loss, seconds=0.0):
+        real_step(self, loss, seconds)
+        if self.done == 3:
+            raise KeyboardInterrupt("killed")
+
+    monkeypatch.setattr(optimise.Run, "step", killed)
+    with pytest.raises(KeyboardInterrupt):
+        main([*args, "--resume"])
+    monkeypatch.setattr(optimise.Run, "step", real_step)
+    assert main(args) == 2 and "repeat its command with --resume" in capsys.readouterr().err
+    assert main([*args, "--resume"]) == 0
+    record = json.loads((out / "adaptation.json").read_text())
+    assert (record["schedule"], record["steps"]) == ("constant", 4)
+    assert (out / "adapter" / "adapter_model.safetensors").is_file()
+    assert not (tmp_path / ".judge.checkpoint").exists()

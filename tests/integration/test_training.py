@@ -539,7 +539,8 @@ def test_a_policy_prompt_cut_for_a_chat_template_keeps_its_opening_and_whole_tur
     model = tiny_models["llama"]
     turns = [f"turn {k} says something about boats and the harbour" for k in range(60)]
     limit = prompt_limit(model, tok, 4)
-    assert len(tok.apply_chat_template([{"role": "user", "content": t} for t in turns], tokenize=True)) > limit
+    full = tok.apply_chat_template([{"role": "user", "content": t} for t in turns], tokenize=False)
+    assert len(tok(full, add_special_tokens=False)["input_ids"]) > limit
     ids = prompt_ids(model, tok, [turns], 4)[0]
     text = tok.decode(ids)
     assert len(ids) <= limit and text.startswith(opening) and text.endswith("<s>assistant: ")

@@ -148,16 +148,19 @@ def test_a_family_preset_on_another_family_warns_naming_both(tiny_blenderbot_pat
     assert "preset 'gemma3' was tuned for gemma3 models" in caplog.text and "'blenderbot'" in caplog.text
 
 
-def test_a_response_too_long_for_any_context_is_refused_naming_the_item(tiny_blenderbot_path):
-    """A 20,000-word response is not scored as if in context (the judge would read none of it): the
-    call is refused before any model work, naming the item; a long context alone is still cut."""
-    from full_metric.rendering import NoRoomError
+def test_responses_too_long_for_any_context_are_counted_in_one_warning(tiny_blenderbot_path, caplog):
+    """A 20,000-word response is never scored silently as if in context: it is scored on its own end,
+    and one warning counts such responses and names their items; a long context alone is just cut."""
+    import logging
 
     scorer = FullScorer(str(tiny_blenderbot_path), progress=False)
     long = " ".join(["word"] * 20_000)
-    with pytest.raises(NoRoomError, match="item 1: the response .* leaves no room for the context"):
-        scorer.score([["Hi!"], ["Hello, how are you?"]], ["Fine.", long])
-    with pytest.raises(NoRoomError, match="item 0:"):
-        scorer.score([["Hi!", long]])  # dialog level: the last turn is the one judged
-    result = scorer.score([[long, "How are you?"]], ["Fine, thanks."])
-    assert result.dropped_tokens[0] > 0
+    with caplog.at_level(logging.WARNING, logger="full_metric.scorer"):
+        result = scorer.score([["Hi!"], ["Hello, how are you?"], ["Yo"]], ["Fine.", long, long])
+    warned = [r.getMessage() for r in caplog.records if "leave no room" in r.getMessage()]
+    assert len(warned) == 1 and warned[0].startswith("2 of 3 responses leave no room") and "(items 1, 2)" in warned[0]
+    assert len(result.scores) == 3 and result.dropped_tokens[1] > 0
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="full_metric.scorer"):
+        result = scorer.score([[long, "How are you?"]], ["Fine, thanks."])
+    assert result.dropped_tokens[0] > 0 and not [r for r in caplog.records if "leave no room" in r.getMessage()]

@@ -90,7 +90,7 @@ def test_read_jsonl_and_csv():
         ("d.jsonl", b"[1, 2]\n", "line 1: expected a JSON object"),
         ("d.csv", b"text,response\nhi,there\n", "line 1: the CSV header needs a 'context' column"),
         ("d.jsonl", b"\xff\xfe{}", "not UTF-8"),
-        ("d.txt", b"hello", "upload a .jsonl or .csv file"),
+        ("d.txt", b"hello", "upload a .jsonl, .json or .csv file"),
         ("d.jsonl", b"", "no rows"),
         ("d.jsonl", b'{"context": ["a"]}\n' * 3, "3 rows; the limit is 2"),
         ("d.jsonl", b"x" * 501, "501 bytes; the limit is 500"),
@@ -231,9 +231,9 @@ def test_the_app_shows_the_metric_card(tiny_blenderbot_path):
 
 def test_a_batch_row_the_scorer_refuses_is_named_by_its_line_before_any_model_work(tiny_blenderbot_path, monkeypatch,
                                                                                   tmp_path):
-    """An uploaded row whose response is only a speaker label (the app strips labels), or one too long
-    for any context, is refused before any row is scored, naming the file's line (not the row's place
-    in a chunk); a file of good rows is scored whole."""
+    """An uploaded row the scorer refuses (a response that is only a speaker label: the app strips
+    labels; a response that is not text) is refused before any row is scored, naming the file's line
+    (not the row's place in a chunk); a file of good rows is scored whole."""
     import gradio as gr
 
     from full_metric.faces.webapp import PRESET_CHOICE, _Handlers, scorer_from_env
@@ -244,7 +244,7 @@ def test_a_batch_row_the_scorer_refuses_is_named_by_its_line_before_any_model_wo
     good = [{"context": ["Hi!"], "response": f"Fine {k}."} for k in range(20)]
     calls = []
     monkeypatch.setattr(handlers.scorer, "_batched", lambda *a, **k: calls.append(a) or pytest.fail("model work"))
-    for bad, problem in ((("System: "), "only a speaker label"), ("word " * 3000, "leaves no room for the context")):
+    for bad, problem in (("System: ", "only a speaker label"), (["a list"], "must be a string")):
         path = tmp_path / "rows.jsonl"
         path.write_text("".join(json.dumps(r) + "\n" for r in [*good[:18], {"context": ["Hi!"], "response": bad},
                                                               *good[18:]]))
