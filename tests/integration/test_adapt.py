@@ -377,6 +377,19 @@ def test_autocast_auto_follows_the_device_and_the_cpus_bfloat16(monkeypatch):
 from full_metric.research import optimise  # noqa: E402
 
 
+def _killed_after(steps: int, monkeypatch) -> object:
+    """Make a run die (KeyboardInterrupt, as a kill) right after its ``steps``-th step; returns the real step."""
+    real_step = optimise.Run.step
+
+    def killed(self, loss, seconds=0.0):
+        real_step(self, loss, seconds)
+        if self.done == steps:
+            raise KeyboardInterrupt("killed")
+
+    monkeypatch.setattr(optimise.Run, "step", killed)
+    return real_step
+
+
 def _weights(folder: Path) -> dict[str, torch.Tensor]:
     from safetensors.torch import load_file
 
@@ -393,14 +406,7 @@ def test_a_killed_run_resumed_makes_the_uninterrupted_judge(kind, learnable, lla
     settings = dict(objective="complaints", max_pairs=32, batch_size=4, held_out=0.05, learning_rate=5e-3,
                     lora_rank=4, checkpoint_every=2, progress=False, autocast="none", seed=3)
     whole = adapt(base, [str(learnable)], tmp_path / "whole", **settings)
-    real_step = optimise.Run.step
-
-    def killed(self, loss, seconds=0.0):
-        real_step(self, loss, seconds)
-        if self.done == 5:
-            raise KeyboardInterrupt("killed")
-
-    monkeypatch.setattr(optimise.Run, "step", killed)
+    real_step = _killed_after(5, monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         adapt(base, [str(learnable)], tmp_path / "judge", **settings)
     checkpoint = tmp_path / ".judge.checkpoint"
@@ -566,14 +572,7 @@ def test_the_command_line_resumes_and_saves_the_adapter(learnable, llama_folder,
     args = ["adapt", str(learnable), "-o", str(out), "--model", str(llama_folder), "--objective", "complaints",
             "--max-pairs", "16", "--batch-size", "4", "--held-out", "0.05", "--lora-rank", "4", "--schedule",
             "constant", "--checkpoint-every", "1", "--save-adapter", "--no-progress"]
-    real_step = optimise.Run.step
-
-    def killed(self, loss, seconds=0.0):
-        real_step(self, loss, seconds)
-        if self.done == 3:
-            raise KeyboardInterrupt("killed")
-
-    monkeypatch.setattr(optimise.Run, "step", killed)
+    real_step = _killed_after(3, monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         main([*args, "--resume"])
     monkeypatch.setattr(optimise.Run, "step", real_step)
