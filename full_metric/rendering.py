@@ -93,6 +93,20 @@ class EncodedDialog:
     context_read: bool = True
 
 
+def cut_whole_turns(ids: Any, turns: Sequence[str], max_tokens: int) -> tuple[list[int], int, int] | None:
+    """The rendering ``ids(kept)`` of the newest whole turns that fit in ``max_tokens`` tokens, how many
+    tokens the cut dropped and how many turns it kept (all of them when the dialog fits); ``None`` when
+    not even the last turn fits. The one cut of a chat template, for the judge and the policy prompt."""
+    full = ids(turns)
+    if len(full) <= max_tokens:
+        return full, 0, len(turns)
+    kept = newest_turns_that_fit(ids, turns, max_tokens)
+    if not kept:
+        return None
+    cut = ids(turns[len(turns) - kept :])
+    return cut, len(full) - len(cut), kept
+
+
 def newest_turns_that_fit(ids: Any, turns: Sequence[str], max_tokens: int) -> int:
     """The most newest turns whose rendering ``ids(turns[-k:])`` fits in ``max_tokens`` tokens, the
     dialog cut between whole turns (0: not even the last turn fits). Fewer turns never render longer,
@@ -225,15 +239,12 @@ class Renderer:
         def ids(kept: Sequence[str]) -> list[int]:
             return list(self.tokenizer(self.context_text(kept), add_special_tokens=False, verbose=False)["input_ids"])
 
-        full = ids(turns)
-        if len(full) <= max_tokens:
-            return EncodedDialog(tuple(full), 0)
-        kept = newest_turns_that_fit(ids, turns, max_tokens)
-        if kept == 0 or (kept == 1 and len(turns) > 1 and len(ids(turns[-1:])) >= max_tokens):
+        found = cut_whole_turns(ids, turns, max_tokens)
+        # no room for the context: not even the last turn fits, or it alone fills the budget
+        if found is None or (found[2] == 1 < len(turns) and len(found[0]) == max_tokens):
             cut = encode_text(self.tokenizer, self.context_text(turns), max_tokens, False)
             return EncodedDialog(cut.context_ids, cut.dropped_tokens, context_read=False)
-        cut_ids = ids(turns[len(turns) - kept :])
-        return EncodedDialog(tuple(cut_ids), len(full) - len(cut_ids))
+        return EncodedDialog(tuple(found[0]), found[1])
 
 
 def encode_text(tokenizer: Any, text: str, max_tokens: int, add_special_tokens: bool, keep: str = "end") -> EncodedDialog:

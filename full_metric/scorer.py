@@ -349,13 +349,6 @@ class FullScorer:
                            ", ".join(map(str, alone[:20])) + (" ..." if len(alone) > 20 else ""))
         return encoded
 
-    def check(self, contexts: Sequence[Sequence[str]], responses: Sequence[str] | None = None, *,
-              follow_ups: str | Sequence[str] | None = None,
-              positive_follow_ups: str | Sequence[str] | None = None) -> None:
-        """Every check :meth:`score` makes of this input (and these follow-ups), without model work."""
-        resolve_options({"follow_ups": follow_ups, "positive_follow_ups": positive_follow_ups}, self.options())
-        self.dialogs(contexts, responses)
-
     score.__doc__ = score.__doc__.replace("{options}", describe(8, scope="call"))
 
     def _batched(

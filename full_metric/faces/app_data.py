@@ -151,14 +151,12 @@ def upload_lines(name: str, data: bytes, limits: Limits = LIMITS) -> list[tuple[
     return [(line, _row_within_limits(line, row, limits, suffix == ".csv")) for line, row in rows]
 
 
-def check_scorable(scorer: FullScorer, numbered: Sequence[tuple[int, dict[str, Any]]], follow_ups: Sequence[str],
-                   positive_follow_ups: Sequence[str] = ()) -> None:
-    """Every check the scorer makes of each row (a response that is only a speaker label when it
-    strips them...), before any model work; the error names the file's line."""
+def check_scorable(scorer: FullScorer, numbered: Sequence[tuple[int, dict[str, Any]]]) -> None:
+    """Every check the scorer makes of each row's input (:meth:`FullScorer.dialogs`: a response that is
+    only a speaker label when it strips them...), before any model work; the error names the file's line."""
     for line, row in numbered:
         try:
-            scorer.check([row["context"]], None if row["response"] is None else [row["response"]],
-                         follow_ups=follow_ups, positive_follow_ups=positive_follow_ups)
+            scorer.dialogs([row["context"]], None if row["response"] is None else [row["response"]])
         except UsageError as error:  # the scorer names item 0 of this one-row call: the line says which row
             raise InputError(f"line {line}: {_ONE_ITEM.sub('', str(error), count=1)}") from None
 

@@ -25,7 +25,7 @@ from ..errors import UsageError, UsageTypeError
 from ..inputs import check_turns
 from ..models import max_positions, resolve_device
 from ..rendering import (
-    Renderer, chat_messages, default_rendering, encode_text, newest_turns_that_fit, template_needs_user_first,
+    Renderer, chat_messages, cut_whole_turns, default_rendering, encode_text, template_needs_user_first,
 )
 from ..result import FullResult
 from ..scorer import FullScorer
@@ -178,14 +178,15 @@ def prompt_ids(model: Any, tokenizer: Any, contexts: Sequence[Sequence[str]], ma
     out = []
     for context in contexts:
         text = prompt_text(tokenizer, context, model.config, user_first)
-        ids = list(encode_text(tokenizer, text, limit, special).context_ids)
-        if not special and len(ids) == limit:  # a chat template is cut between whole turns, its opening kept
+        encoded = encode_text(tokenizer, text, limit, special)
+        ids = list(encoded.context_ids)
+        if not special and encoded.dropped_tokens:  # a chat template is cut between whole turns, its opening kept
             def rendered(kept: Sequence[str]) -> list[int]:
                 return list(tokenizer(prompt_text(tokenizer, kept, model.config, user_first),
                                       add_special_tokens=False)["input_ids"])
 
-            kept = newest_turns_that_fit(rendered, context, limit)
-            ids = rendered(context[len(context) - kept :]) if kept else ids  # a last turn too long: its end
+            found = cut_whole_turns(rendered, context, limit)
+            ids = found[0] if found else ids  # a last turn too long alone keeps its end
         if special and not model.config.is_encoder_decoder:  # a decoder-only prompt ends where the answer starts
             while len(ids) > 1 and ids[-1] == tokenizer.eos_token_id:
                 ids.pop()

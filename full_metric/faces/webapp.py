@@ -174,7 +174,7 @@ class _Handlers:
         chosen, options_out = self.settings(*options_in)
         try:  # every row checked, before any model work: an error names the file's line
             path, numbered = self.read(upload)
-            check_scorable(chosen, numbered, options_out["follow_ups"], options_out["positive_follow_ups"])
+            check_scorable(chosen, numbered)
         except InputError as error:
             raise gr.Error(f"{Path(str(getattr(upload, 'name', upload))).name}: {error}") from None
         rows = [row for _, row in numbered]

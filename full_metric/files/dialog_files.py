@@ -44,8 +44,10 @@ def iter_rows(
             text = handle.read()
         except UnicodeDecodeError as decode:
             raise error(f"{where}not UTF-8 text ({decode.reason})") from None
-        rows = _json_array_rows if json_is_array(text) else lambda t, *a: _json_rows(io.StringIO(t), *a)
-        yield from rows(text, error, where, lenient)
+        if json_is_array(text):
+            yield from _json_array_rows(text, error, where, lenient)
+        else:
+            yield from _json_rows(io.StringIO(text), error, where, lenient)
     elif suffix == ".jsonl":
         yield from _json_rows(handle, error, where, lenient)
     else:

@@ -509,9 +509,7 @@ def _train_on_pairs(scorer: FullScorer, judge: Any, pairs: list[complaints.Pair]
 def _adapter_weights(judge: Any) -> dict[str, Any]:
     """The LoRA adapter alone, before it is merged: its peft config and float16 weights (which the
     judge is given back, rounded)."""
-    from peft import get_peft_model_state_dict
-
-    from peft import set_peft_model_state_dict
+    from peft import get_peft_model_state_dict, set_peft_model_state_dict
 
     weights = {k: v.detach().to("cpu", torch.float16).contiguous() for k, v in get_peft_model_state_dict(judge).items()}
     # the judge takes the float16 values too, so the merged judge and the adapter on its base are one judge
