@@ -205,9 +205,8 @@ def prepare(args: argparse.Namespace) -> tuple[FullScorer, list[tuple[list[str],
     scorer = make_scorer(args.model, args.device, args.dtype, args.batch_size, args.saved)
     items = read_fed(args.data, args.limit, args.level)
     targets = [scorer.renderer.target_ids(f) for f in scorer.follow_ups]
-    limit = scorer._context_limit(targets)
     capped = [c[-scorer.max_turns :] + ([r] if r is not None else []) for c, r in items]
-    contexts = [scorer.renderer.encode(turns, limit).context_ids for turns in capped]
+    contexts = [e.context_ids for e in scorer.encode(capped, targets)]  # the scorer's own budget and cut
     return scorer, items, contexts, targets
 
 
