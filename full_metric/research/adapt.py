@@ -311,7 +311,7 @@ def adapt(
     dialogs = read_dialogs(sources)
     if not dialogs:
         raise AdaptError(f"no usable dialog in {list(sources)}: each needs at least two non-empty turns")
-    n_held = max(1, min(MAX_HELD_OUT, round(len(dialogs) * held_out)))
+    n_held = held_out_size(len(dialogs), held_out)
     if len(dialogs) < n_held + 1:
         raise AdaptError(f"{len(dialogs)} usable dialog(s): too few to hold {n_held} out and train on the rest")
     rng = split_held_out(dialogs)  # the held-out split: the same for every seed
@@ -391,12 +391,18 @@ def split_held_out(dialogs: list[list[str]]) -> random.Random:
     return rng
 
 
+def held_out_size(dialogs: int, held_out: float) -> int:
+    """How many of ``dialogs`` dialogs :func:`adapt` holds out: the share ``held_out``, at least one,
+    at most :data:`MAX_HELD_OUT`."""
+    return max(1, min(MAX_HELD_OUT, round(dialogs * held_out)))
+
+
 def held_out_dialogs(sources: Sequence[str], held_out: float) -> list[list[str]]:
     """The dialogs :func:`adapt` holds out of training for these sources and ``held_out``: what a
     measurement of its judges may use without testing on their training data."""
     dialogs = read_dialogs(sources)
     split_held_out(dialogs)
-    return dialogs[: max(1, min(MAX_HELD_OUT, round(len(dialogs) * held_out)))]
+    return dialogs[: held_out_size(len(dialogs), held_out)]
 
 
 def _measure(scorer: FullScorer, judge: Any, held_batches: list[dict[str, torch.Tensor]],

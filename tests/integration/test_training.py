@@ -627,3 +627,38 @@ def test_a_decoder_prompt_loses_only_the_tokenizers_trailing_end_of_text(tiny_mo
         assert full[-1] == tokenizer.eos_token_id and full[-2] != tokenizer.eos_token_id
         ids = prompt_ids(model, tokenizer, [context], 4)[0]
         assert ids == full[:-1] and tokenizer.decode(ids).endswith("B:")
+
+
+def test_the_grpo_example_measures_kept_contexts_and_resumes_from_its_checkpoint(policy_folder, tiny_blenderbot_path,
+                                                                                 tmp_path):
+    """examples/grpo_with_full.py as reports/smollm2-complaints/reproduce.sh runs it: measured on the
+    --held-out-prompts file's contexts (not on --prompts rows), a checkpoint every step; a run of one
+    step continued by --resume to two goes on from its checkpoint (step 1's record restored, not redone) and
+    keeps the measurement made before training; the profile counts echoes of the last turn."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    chat = tmp_path / "chat-policy"
+    tokenizer = AutoTokenizer.from_pretrained(policy_folder)
+    tokenizer.chat_template = "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}" \
+                              "{% if add_generation_prompt %}assistant:{% endif %}"
+    tokenizer.save_pretrained(chat)
+    AutoModelForCausalLM.from_pretrained(policy_folder).save_pretrained(chat)
+    for name, turns in (("train", ["Do you cook?", "I love hiking.", "Any plans?", "Hi there!"]),
+                        ("held", ["How was your weekend?", "I just adopted a puppy!", "Unused."])):
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps({"context": [t], "response": "Fine."}) + "\n"
+                                                        for t in turns))
+    env = {**_environ(), "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    base = [sys.executable, str(REPO / "examples" / "grpo_with_full.py"), "--policy", str(chat), "--judge",
+            str(tiny_blenderbot_path), "--prompts", str(tmp_path / "train.jsonl"), "--held-out-prompts",
+            str(tmp_path / "held.jsonl"), "--held-out", "2", "--num-generations", "2", "--prompts-per-step", "1",
+            "--max-completion-length", "3", "--save-steps", "1", "--output-dir", str(tmp_path / "run")]
+    first = json.loads(run_checked([*base, "--steps", "1"], timeout=600, cwd=REPO, env=env).stdout.splitlines()[-1])
+    assert first["contexts"] == [["How was your weekend?"], ["I just adopted a puppy!"]]
+    assert {"echo_share", "generic_share", "mean_words"} <= set(first["before"])
+    assert (tmp_path / "run" / "checkpoint-1").is_dir()
+    second = json.loads(run_checked([*base, "--steps", "2", "--resume"], timeout=600, cwd=REPO,
+                                    env=env).stdout.splitlines()[-1])
+    rows = [row for row in second["history"] if "reward" in row]
+    assert [row["step"] for row in rows] == [1, 2] and second["before"] == first["before"]
+    assert rows[0] == first["history"][0]  # step 1 restored from the checkpoint (its own step time), not run again
+    assert second["settings"]["held_out_prompts"] == "held.jsonl"
