@@ -233,7 +233,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             values = [v for _, v in sorted(zip(order, values))]
         else:
             subset = contexts[: args.reference_limit] if args.reference_limit else contexts
-            values = [[oracle_log_likelihoods(scorer.model, c, [t])[0][0] for t in targets] for c in subset]
+            values = [[oracle_log_likelihoods(scorer.model, [c], [t], scorer.pad_id)[0][0][0] for t in targets] for c in subset]
         _sync(device)
         seconds = time.perf_counter() - start
     weights = sum(p.numel() * p.element_size() for p in scorer.model.parameters())

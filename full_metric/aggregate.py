@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from typing import Sequence
+
+import torch
 
 from .errors import UsageError
 
@@ -26,22 +27,32 @@ def check_aggregation(aggregation: str) -> str:
     return aggregation
 
 
+def aggregate_tensor(log_likelihoods: torch.Tensor, token_counts: Sequence[int], aggregation: str,
+                     positive: int = 0) -> torch.Tensor:
+    """Each dialog's score from a (dialogs x follow-ups) tensor of summed log-likelihoods and the
+    follow-ups' token counts, differentiably; the last ``positive`` follow-ups are positive ones and
+    count with the opposite sign. The one aggregation: :func:`aggregate` and the training objective
+    call it."""
+    check_aggregation(aggregation)
+    if aggregation == "perplexity" and positive:
+        raise UsageError(f"the {aggregation!r} aggregation takes no positive follow-ups; use 'sum', 'mean' or 'balanced'")
+    split = log_likelihoods.shape[1] - positive
+    neg, pos = log_likelihoods[:, :split], log_likelihoods[:, split:]
+    if aggregation == "sum":
+        return pos.sum(1) - neg.sum(1)
+    if aggregation == "balanced":
+        praise = pos.mean(1) if positive else torch.zeros_like(log_likelihoods[:, 0])
+        return praise - neg.mean(1) if split else praise
+    per_token = log_likelihoods / torch.tensor(list(token_counts), dtype=log_likelihoods.dtype,
+                                               device=log_likelihoods.device)
+    if aggregation == "mean":
+        return (per_token[:, split:].sum(1) - per_token[:, :split].sum(1)) / log_likelihoods.shape[1]
+    return torch.exp(-per_token).mean(1)  # perplexity
+
+
 def aggregate(
     log_likelihoods: Sequence[float], token_counts: Sequence[int], aggregation: str, positive: int = 0
 ) -> float:
-    """One dialog's score from its follow-ups' summed log-likelihoods and token counts; the last
-    ``positive`` follow-ups are positive ones and count with the opposite sign."""
-    split = len(log_likelihoods) - positive
-    if aggregation == "sum":
-        return math.fsum(log_likelihoods[split:]) - math.fsum(log_likelihoods[:split])
-    per_token = [ll / n for ll, n in zip(log_likelihoods, token_counts)]
-    if aggregation == "mean":
-        return (math.fsum(per_token[split:]) - math.fsum(per_token[:split])) / len(per_token)
-    if aggregation == "balanced":
-        praise = math.fsum(log_likelihoods[split:]) / positive if positive else 0.0
-        return praise - math.fsum(log_likelihoods[:split]) / split if split else praise
-    if positive:
-        raise UsageError(f"the {aggregation!r} aggregation takes no positive follow-ups; use 'sum', 'mean' or 'balanced'")
-    if aggregation == "perplexity":
-        return math.fsum(math.exp(-x) for x in per_token) / len(per_token)
-    raise UsageError(f"unknown aggregation {aggregation!r}; choose one of {AGGREGATIONS}")
+    """One dialog's score (:func:`aggregate_tensor` on one row, in float64)."""
+    row = torch.tensor([list(log_likelihoods)], dtype=torch.float64)
+    return float(aggregate_tensor(row, token_counts, aggregation, positive)[0])

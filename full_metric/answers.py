@@ -14,6 +14,18 @@ GENERIC_ANSWERS = ("yes", "no", "i don't know", "i dont know", "ok", "okay", "su
 ECHO_MIN_WORDS, ECHO_SHARE = 3, 0.8
 
 
+#: What FULL scores for a generation that is empty (a response must have text).
+EMPTY_ANSWER = "..."
+
+
+def response_of(generated: str) -> str:
+    """The response a generation gives, as every training face scores and measures it (the callback,
+    ``compute_metrics``, the GRPO reward and the examples): its first non-empty line, stripped (a
+    model that goes on to write the next speaker's turn is scored on its own turn only);
+    :data:`EMPTY_ANSWER` when it has none."""
+    return next((line.strip() for line in generated.splitlines() if line.strip()), EMPTY_ANSWER)
+
+
 def words(text: str) -> list[str]:
     """The words of ``text``, lower-cased, punctuation left out (apostrophes kept)."""
     return re.findall(r"[\w']+", text.lower())

@@ -32,8 +32,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+import torch
+
 from .loglik import (
-    LogLik, cached_log_likelihoods, generic_log_likelihoods, oracle_log_likelihoods, packed_log_likelihoods,
+    LogLik, cached_log_likelihoods, cached_sums, generic_log_likelihoods, generic_sums, oracle_log_likelihoods,
+    oracle_sums, packed_log_likelihoods, packed_sums,
 )
 from .models import attention_window, text_config
 
@@ -111,12 +114,6 @@ def _any_model(model: Any) -> tuple[bool, str]:
     return True, "the generic engine is correct for any causal or sequence-to-sequence model"
 
 
-def _oracle_batch(
-    model: Any, contexts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]], pad_id: int
-) -> list[list[LogLik]]:
-    return [oracle_log_likelihoods(model, c, targets) for c in contexts]
-
-
 def _tokens_packed(encoder_decoder: bool, context: int, targets: Sequence[Sequence[int]]) -> int:
     return context if encoder_decoder else context + sum(len(t) for t in targets)
 
@@ -136,23 +133,25 @@ def _tokens_oracle(encoder_decoder: bool, context: int, targets: Sequence[Sequen
 @dataclass(frozen=True)
 class Engine:
     """One engine: ``score(model, contexts, targets, pad_id)`` gives each context's (log-likelihood,
-    token count) per target; ``proven(model)`` says whether it is proven exact for ``model`` and
+    token count) per target; ``sums`` is the same computation as a (contexts x targets) tensor, with
+    gradients when autograd is on; ``proven(model)`` says whether it is proven exact for ``model`` and
     why; ``tokens(encoder_decoder, context_length, targets)`` is the padded tokens one dialog puts
     in a forward pass (its cost, for the token budget: encoder-decoder decoder rows are short
     beside the encoder's)."""
 
     name: str
     score: Callable[[Any, Sequence[Sequence[int]], Sequence[Sequence[int]], int], list[list[LogLik]]]
+    sums: Callable[[Any, Sequence[Sequence[int]], Sequence[Sequence[int]], int], torch.Tensor]
     proven: Callable[[Any], tuple[bool, str]]
     tokens: Callable[[bool, int, Sequence[Sequence[int]]], int]
 
 
 #: Every engine, fastest first; ``oracle`` last, the reference of all the others.
 ENGINES: dict[str, Engine] = {
-    "packed": Engine("packed", packed_log_likelihoods, _packed_fits, _tokens_packed),
-    "cached": Engine("cached", cached_log_likelihoods, _cached_fits, _tokens_cached),
-    "generic": Engine("generic", generic_log_likelihoods, _any_model, _tokens_generic),
-    "oracle": Engine("oracle", _oracle_batch, _any_model, _tokens_oracle),
+    "packed": Engine("packed", packed_log_likelihoods, packed_sums, _packed_fits, _tokens_packed),
+    "cached": Engine("cached", cached_log_likelihoods, cached_sums, _cached_fits, _tokens_cached),
+    "generic": Engine("generic", generic_log_likelihoods, generic_sums, _any_model, _tokens_generic),
+    "oracle": Engine("oracle", oracle_log_likelihoods, oracle_sums, _any_model, _tokens_oracle),
 }
 #: What a call may ask for: ``auto`` (the engine chosen and self-checked at load) or an engine
 #: correct for any model.

@@ -1,8 +1,11 @@
 """Token ids in, follow-up log-likelihoods out: the generic, cached, packed and oracle engines.
 
-Every function returns, for each dialog, one ``(sum of token log-probabilities, token count)``
-pair per target (follow-up), in target order. Log-probabilities are always computed in float32,
-whatever the model's dtype.
+Each engine is one function of the form ``*_sums(model, contexts, targets, pad_id)`` that returns
+the summed token log-probability of every target (follow-up) after every context, as a
+(contexts x targets) float32 tensor, whatever the model's dtype: with gradients when autograd is on
+(the training objective's score, :meth:`full_metric.FullScorer.differentiable_scores`), and under
+``torch.inference_mode`` in its ``*_log_likelihoods`` form, which gives each dialog one ``(sum,
+token count)`` pair per target (the scorer's numbers). One computation serves both.
 
 - :func:`oracle_log_likelihoods`: one dialog and one follow-up per forward pass, no padding.
   Slow and obviously right; the tests and the scorer's self-check hold every other engine to it.
@@ -33,7 +36,7 @@ whatever the model's dtype.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -60,26 +63,45 @@ def _decoder_start(model: Any) -> int:
     return int(start)
 
 
-@torch.inference_mode()
-def oracle_log_likelihoods(
-    model: Any, context_ids: Sequence[int], targets: Sequence[Sequence[int]]
-) -> list[LogLik]:
-    """Score each target after one context, one plain forward pass per target."""
+def oracle_sums(model: Any, contexts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]],
+                pad_id: int = 0) -> torch.Tensor:
+    """Score each target after each context, one plain forward pass per (context, target), no padding."""
     device = model.device
-    out: list[LogLik] = []
-    for target in targets:
-        tgt = torch.tensor([list(target)], device=device)
-        if model.config.is_encoder_decoder:
-            dec_in = torch.tensor([[_decoder_start(model), *target[:-1]]], device=device)
-            ids = torch.tensor([list(context_ids)], device=device)
-            logits = model(input_ids=ids, decoder_input_ids=dec_in, use_cache=False).logits
-            lp = _token_log_probs(logits[0], tgt[0])
-        else:
-            ids = torch.tensor([[*context_ids, *target]], device=device)
-            logits = model(input_ids=ids, use_cache=False).logits[0, len(context_ids) - 1 : -1]
-            lp = _token_log_probs(logits, tgt[0])
-        out.append((float(lp.sum()), len(target)))
-    return out
+    rows = []
+    for context_ids in contexts:
+        row = []
+        for target in targets:
+            tgt = torch.tensor([list(target)], device=device)
+            if model.config.is_encoder_decoder:
+                dec_in = torch.tensor([[_decoder_start(model), *target[:-1]]], device=device)
+                ids = torch.tensor([list(context_ids)], device=device)
+                logits = model(input_ids=ids, decoder_input_ids=dec_in, use_cache=False).logits
+                lp = _token_log_probs(logits[0], tgt[0])
+            else:
+                ids = torch.tensor([[*context_ids, *target]], device=device)
+                logits = model(input_ids=ids, use_cache=False).logits[0, len(context_ids) - 1 : -1]
+                lp = _token_log_probs(logits, tgt[0])
+            row.append(lp.sum())
+        rows.append(torch.stack(row))
+    return torch.stack(rows)
+
+
+def as_log_likelihoods(sums: torch.Tensor, targets: Sequence[Sequence[int]]) -> list[list[LogLik]]:
+    """A (contexts x targets) tensor of sums as each context's ``(sum, token count)`` per target."""
+    return [[(value, len(targets[j])) for j, value in enumerate(row)] for row in sums.tolist()]
+
+
+def scored(sums: Callable[..., torch.Tensor]) -> Callable[..., list[list[LogLik]]]:
+    """An engine's ``*_sums`` function as the scorer calls it: under ``torch.inference_mode``, as
+    ``(sum, token count)`` pairs."""
+    def log_likelihoods(model: Any, contexts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]],
+                        pad_id: int) -> list[list[LogLik]]:
+        with torch.inference_mode():
+            return as_log_likelihoods(sums(model, contexts, targets, pad_id), targets)
+
+    log_likelihoods.__name__ = sums.__name__.replace("_sums", "_log_likelihoods")
+    log_likelihoods.__doc__ = sums.__doc__
+    return log_likelihoods
 
 
 def _pad(rows: Sequence[Sequence[int]], value: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -93,10 +115,9 @@ def _pad(rows: Sequence[Sequence[int]], value: int, device: torch.device) -> tup
     return ids.to(device), mask.to(device)
 
 
-@torch.inference_mode()
-def packed_log_likelihoods(
+def packed_sums(
     model: Any, contexts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]], pad_id: int
-) -> list[list[LogLik]]:
+) -> torch.Tensor:
     """Score every target after every context with the packed engine (see the module docstring).
     Only for the model families :data:`full_metric.engines.ENGINES` proves it for."""
     if model.config.is_encoder_decoder:
@@ -105,10 +126,9 @@ def packed_log_likelihoods(
     return _decoder_only_batch(model, contexts, targets, pad_id)
 
 
-@torch.inference_mode()
-def cached_log_likelihoods(
+def cached_sums(
     model: Any, contexts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]], pad_id: int
-) -> list[list[LogLik]]:
+) -> torch.Tensor:
     """Score every target after every context through the model's own forward and its own cache,
     as generation does (see the module docstring). Decoder-only models whose forward takes a cache."""
     keyword = cache_keyword(model)
@@ -117,7 +137,7 @@ def cached_log_likelihoods(
     device = model.device
     tgt_ids, tgt_mask = _pad(targets, pad_id, device)  # right padding: a causal row never reads it
     keep = _keep_keyword(model)
-    out: list[list[LogLik]] = []
+    out = []
     for context in contexts:
         ids = torch.tensor([list(context)], device=device)
         first = model(input_ids=ids, use_cache=True, **({keep: 1} if keep else {}))
@@ -127,9 +147,8 @@ def cached_log_likelihoods(
         rest = model(input_ids=tgt_ids, attention_mask=mask, use_cache=True, **{keyword: cache}).logits
         # the context's last logit predicts each follow-up's first token, the follow-up's own the rest
         logits = torch.cat([first.logits[:, -1:].expand(len(targets), -1, -1), rest[:, :-1]], dim=1)
-        lp = _masked_sum(_token_log_probs(logits, tgt_ids), tgt_mask).tolist()
-        out.append([(lp[j], len(t)) for j, t in enumerate(targets)])
-    return out
+        out.append(_masked_sum(_token_log_probs(logits, tgt_ids), tgt_mask))
+    return torch.stack(out)
 
 
 def cache_keyword(model: Any) -> str | None:
@@ -138,10 +157,9 @@ def cache_keyword(model: Any) -> str | None:
     return next((k for k in ("cache", "past_key_values") if k in params), None)
 
 
-@torch.inference_mode()
-def generic_log_likelihoods(
+def generic_sums(
     model: Any, contexts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]], pad_id: int
-) -> list[list[LogLik]]:
+) -> torch.Tensor:
     """Score every target after every context through the model's own forward, one row per pair
     (see the module docstring): correct for any causal or sequence-to-sequence language model."""
     if model.config.is_encoder_decoder:
@@ -167,10 +185,9 @@ def _within_follow_ups(segment: torch.Tensor, offset: torch.Tensor) -> torch.Ten
     return (segment[:, None] == segment[None, :]) & (offset[:, None] >= offset[None, :])
 
 
-def _per_follow_up(lp: torch.Tensor, segment: torch.Tensor, targets: Sequence[Sequence[int]]) -> list[list[LogLik]]:
-    """Sum packed token log-probabilities (rows x tokens) into (sum, count) per follow-up."""
-    sums = torch.zeros(lp.shape[0], len(targets), device=lp.device).index_add_(1, segment.to(lp.device), lp).tolist()
-    return [[(row[j], len(targets[j])) for j in range(len(targets))] for row in sums]
+def _per_follow_up(lp: torch.Tensor, segment: torch.Tensor, targets: Sequence[Sequence[int]]) -> torch.Tensor:
+    """Sum packed token log-probabilities (rows x tokens) per follow-up (rows x follow-ups)."""
+    return torch.zeros(lp.shape[0], len(targets), device=lp.device).index_add(1, segment.to(lp.device), lp)
 
 
 def _masked_sum(lp: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
@@ -187,7 +204,7 @@ def _additive_mask(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 def _packed_decoder(
     model: Any, hidden: torch.Tensor, enc_mask: torch.Tensor, targets: Sequence[Sequence[int]]
-) -> list[list[LogLik]]:
+) -> torch.Tensor:
     device, n_ctx = model.device, hidden.shape[0]
     start = _decoder_start(model)
     segment, offset = _segments(targets)
@@ -218,7 +235,7 @@ def _packed_decoder(
 
 def _repeated_decoder(
     model: Any, hidden: torch.Tensor, enc_mask: torch.Tensor, targets: Sequence[Sequence[int]], pad_id: int
-) -> list[list[LogLik]]:
+) -> torch.Tensor:
     device = model.device
     n_ctx, n_tgt = hidden.shape[0], len(targets)
     start = _decoder_start(model)
@@ -232,9 +249,7 @@ def _repeated_decoder(
         decoder_attention_mask=dec_mask.repeat(n_ctx, 1),
         use_cache=False,
     ).logits
-    lp = _masked_sum(_token_log_probs(logits, labels.repeat(n_ctx, 1)), dec_mask.repeat(n_ctx, 1))
-    sums = lp.view(n_ctx, n_tgt).tolist()
-    return [[(sums[i][j], len(targets[j])) for j in range(n_tgt)] for i in range(n_ctx)]
+    return _masked_sum(_token_log_probs(logits, labels.repeat(n_ctx, 1)), dec_mask.repeat(n_ctx, 1)).view(n_ctx, n_tgt)
 
 
 def _sliding_window(model: Any) -> int | None:
@@ -267,7 +282,7 @@ def _new_cache(model: Any) -> tuple[str, Any]:
 
 def _decoder_only_batch(
     model: Any, contexts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]], pad_id: int
-) -> list[list[LogLik]]:
+) -> torch.Tensor:
     device = model.device
     n = len(contexts)
     tail = [t for target in targets for t in target]
@@ -337,12 +352,12 @@ def _keep_keyword(model: Any) -> str | None:
 
 def _generic_decoder_only(
     model: Any, contexts: Sequence[Sequence[int]], targets: Sequence[Sequence[int]], pad_id: int
-) -> list[list[LogLik]]:
+) -> torch.Tensor:
     device = model.device
     pairs = [(i, j) for i in range(len(contexts)) for j in range(len(targets))]
     keep_keyword = _keep_keyword(model)
     vocab = model.get_output_embeddings().weight.shape[0]
-    sums = torch.zeros(len(contexts), len(targets))
+    done: list[torch.Tensor] = []  # each chunk's sums, in pair order
     start = 0
     while start < len(pairs):
         # as many rows as keep the logits (rows x kept positions x vocabulary) within the budget
@@ -369,11 +384,9 @@ def _generic_decoder_only(
             at = len(contexts[i]) - 1 - lead
             labels[r, at : at + len(targets[j])] = torch.tensor(list(targets[j]))
             scored[r, at : at + len(targets[j])] = True
-        lp = _masked_sum(_token_log_probs(logits, labels.to(device)), scored.to(device))
-        for (i, j), value in zip(chunk, lp.tolist()):
-            sums[i, j] = value
+        done.append(_masked_sum(_token_log_probs(logits, labels.to(device)), scored.to(device)))
         start = end
-    return [[(float(sums[i, j]), len(t)) for j, t in enumerate(targets)] for i in range(len(contexts))]
+    return torch.cat(done).view(len(contexts), len(targets))  # pairs run context by context, target by target
 
 
 def is_out_of_memory(error: BaseException) -> bool:
@@ -384,3 +397,10 @@ def is_out_of_memory(error: BaseException) -> bool:
     return isinstance(error, RuntimeError) and any(
         s in text for s in ("out of memory", "can't allocate memory", "not enough memory", "failed to allocate")
     )
+
+
+#: Each engine in the form the scorer calls (``(sum, token count)`` pairs, under inference mode).
+oracle_log_likelihoods = scored(oracle_sums)
+packed_log_likelihoods = scored(packed_sums)
+cached_log_likelihoods = scored(cached_sums)
+generic_log_likelihoods = scored(generic_sums)

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 import torch
 from tqdm.auto import tqdm
 
-from .aggregate import aggregate
+from .aggregate import aggregate, aggregate_tensor
 from .engines import ENGINES, candidates, refusal
 from .errors import UsageError
 from .fine_grained import category_scores
@@ -335,11 +335,14 @@ class FullScorer:
             return [d[:-1][-self.max_turns :] + d[-1:] for d in dialogs]
         return [d[-self.max_turns :] for d in dialogs]
 
-    def encode(self, dialogs: Sequence[Sequence[str]], targets: Sequence[Sequence[int]]) -> list[EncodedDialog]:
-        """Each dialog's context ids within the budget these targets leave (call under the model's
-        lock: the tokenizer is not thread-safe). Responses that leave no room for their context are
-        scored on their own end and counted in one warning that names them."""
+    def encode(self, dialogs: Sequence[Sequence[str]], targets: Sequence[Sequence[int]],
+               max_context: int | None = None) -> list[EncodedDialog]:
+        """Each dialog's context ids within the budget these targets leave, or ``max_context`` tokens
+        when fewer (call under the model's lock: the tokenizer is not thread-safe). Responses that
+        leave no room for their context are scored on their own end and counted in one warning that
+        names them."""
         limit = self.context_limit(targets)
+        limit = limit if max_context is None else max(1, min(limit, max_context))
         encoded = [self.renderer.encode(turns, limit) for turns in dialogs]
         alone = [i for i, e in enumerate(encoded) if not e.context_read]
         if alone:
@@ -350,6 +353,27 @@ class FullScorer:
         return encoded
 
     score.__doc__ = score.__doc__.replace("{options}", describe(8, scope="call"))
+
+    def differentiable_scores(self, contexts: Sequence[Sequence[str]], responses: Sequence[str] | None = None, *,
+                              model: Any = None, max_context: int | None = None) -> torch.Tensor:
+        """:meth:`score`'s scores (this scorer's settings) as a tensor with gradients: the same checks,
+        speaker stripping, ``max_turns``, renderer, truncation, follow-ups, engine (after the load-time
+        self-check) and aggregation, computed through ``model`` (default: this scorer's own; a PEFT
+        wrapper of it trains its adapters) in one pass for all the dialogs given. ``max_context``
+        keeps at most that many context tokens (``None``: the scorer's own limit, its exact numbers).
+        The training objective's score (:mod:`full_metric.research.complaints`)."""
+        model = self.model if model is None else model
+        inner = model.get_base_model() if hasattr(model, "get_base_model") else model  # PEFT: LoRA layers in place
+        dialogs = self.dialogs(contexts, responses)
+        targets = [self.renderer.target_ids(f) for f in (*self.follow_ups, *self.positive_follow_ups)]
+        with model_lock(self.model):
+            encoded = self.encode(dialogs, targets, max_context)
+        unique: dict[tuple[int, ...], int] = {}
+        for e in encoded:
+            unique.setdefault(e.context_ids, len(unique))
+        sums = ENGINES[self.engine].sums(inner, list(unique), targets, self.pad_id)
+        rows = sums[[unique[e.context_ids] for e in encoded]]
+        return aggregate_tensor(rows, [len(t) for t in targets], self.aggregation, len(self.positive_follow_ups))
 
     def _batched(
         self, name: str, contexts: list[tuple[int, ...]], targets: list[tuple[int, ...]], batch_size: int, show: bool

@@ -16,7 +16,7 @@ from dataclasses import field, make_dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from ..files.dialog_files import check_row, scored_records, table_rows
+from ..files.dialog_files import OneLevel, check_row, scored_records, table_rows
 from ..errors import UsageError
 from ..follow_ups import NAMED_SETS, validate_follow_ups
 from ..scorer import FullScorer
@@ -148,7 +148,11 @@ def upload_lines(name: str, data: bytes, limits: Limits = LIMITS) -> list[tuple[
         raise InputError("the file holds no rows")
     if len(rows) > limits.rows:
         raise InputError(f"the file has {len(rows)} rows; the limit is {limits.rows}")
-    return [(line, _row_within_limits(line, row, limits, suffix == ".csv")) for line, row in rows]
+    checked = [(line, _row_within_limits(line, row, limits, suffix == ".csv")) for line, row in rows]
+    one_level = OneLevel(InputError)
+    for line, row in checked:
+        one_level.check(f"line {line}", row["response"])
+    return checked
 
 
 def check_scorable(scorer: FullScorer, numbered: Sequence[tuple[int, dict[str, Any]]]) -> None:

@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from .. import answers
+from .. import answers as answers_module
 from ..comparison import mean_interval
 from ..files.distributed import balanced_shares, current_rank, gather_results, merge_in_order
 from ..errors import UsageError, UsageTypeError
@@ -39,7 +39,7 @@ except ImportError:  # pragma: no cover - transformers is always installed with 
 logger = logging.getLogger(__name__)
 
 #: What the training examples measure of a policy's answers (:mod:`full_metric.answers`), named here too.
-GENERIC_ANSWERS, answer_profile = answers.GENERIC_ANSWERS, answers.answer_profile
+GENERIC_ANSWERS, answer_profile = answers_module.GENERIC_ANSWERS, answers_module.answer_profile
 
 #: The per-example table each evaluation writes: ``<output_dir>/full/step-<N>.jsonl``.
 TABLE_FOLDER = "full"
@@ -202,8 +202,9 @@ def generate_responses(
     model: Any, tokenizer: Any, contexts: Sequence[Sequence[str]], generation_kwargs: dict[str, Any] | None = None,
     batch_size: int = 8, *, batches: int | None = None, prompts: list[str] | None = None,
 ) -> list[str]:
-    """The model's answer to each context (greedy unless ``generation_kwargs`` say otherwise), its
-    first line, stripped; the model's mode (training or eval) is restored afterwards.
+    """The model's answer to each context (greedy unless ``generation_kwargs`` say otherwise), as
+    :func:`full_metric.answers.response_of` reads a generation; the model's mode (training or eval)
+    is restored afterwards.
 
     Prompts longer than the model's positions lose their oldest tokens. A batch is padded (on the
     left for a decoder-only model) with the padding token, or the end-of-text token where there is
@@ -240,9 +241,7 @@ def generate_responses(
             if prompts is not None:
                 prompts.extend(tokenizer.batch_decode(ids))
             new = out if encoder_decoder else out[:, width:]
-            for text in tokenizer.batch_decode(new, skip_special_tokens=True):
-                line = next((x.strip() for x in text.strip().splitlines() if x.strip()), "")
-                answers.append(line or "...")  # FULL scores a non-empty response; an empty answer is scored as one
+            answers += [answers_module.response_of(t) for t in tokenizer.batch_decode(new, skip_special_tokens=True)]
     finally:
         model.train(was_training)
     return answers
@@ -380,7 +379,7 @@ def full_compute_metrics(
     def compute_metrics(prediction: Any) -> dict[str, Any]:
         ids = prediction.predictions[0] if isinstance(prediction.predictions, tuple) else prediction.predictions
         ids = [[t for t in row if t >= 0] for row in getattr(ids, "tolist", lambda: ids)()]  # -100: padding
-        responses = [text.strip() or "..." for text in tokenizer.batch_decode(ids, skip_special_tokens=True)]
+        responses = [answers_module.response_of(t) for t in tokenizer.batch_decode(ids, skip_special_tokens=True)]
         if len(responses) != len(checked):
             raise UsageError(f"{len(responses)} predictions but {len(checked)} contexts: give the contexts of the "
                              "evaluation set, in its order")
@@ -400,6 +399,11 @@ def _messages_text(value: Any, where: str) -> tuple[list[str], bool]:
         return turns, any(m.get("role") == "user" for m in value)
     raise UsageTypeError(f"{where} must be a string or a list of messages ({{'role': ..., 'content': ...}}), "
                     f"got {type(value).__name__}")
+
+
+def _completion_response(completion: Any, where: str) -> str:
+    """The response a TRL completion gives (plain text or messages), by :func:`full_metric.answers.response_of`."""
+    return answers_module.response_of("\n".join(_messages_text(completion, where)[0]))
 
 
 def full_reward(scorer: FullScorer | None = None, **settings: Any) -> Callable[..., list[float]]:
@@ -423,9 +427,8 @@ def full_reward(scorer: FullScorer | None = None, **settings: Any) -> Callable[.
             turns, has_user = _messages_text(prompt, f"prompts[{i}]")
             if not has_user:
                 raise UsageError(f"prompts[{i}] has no user turn: there is nothing for the completion to answer")
-            answer = " ".join(_messages_text(completion, f"completions[{i}]")[0]).strip()
             contexts.append(turns)
-            responses.append(answer or "...")
+            responses.append(_completion_response(completion, f"completions[{i}]"))
         return judge.get().score(contexts, responses).scores
 
     reward.__name__ = "full"  # TRL logs each reward under its function's name
@@ -438,6 +441,6 @@ def repetition_reward(prompts: Sequence[Any], completions: Sequence[Any], **kwar
     completion (0 for an answer without repeats, near -1 for "window window window...")."""
     out = []
     for i, completion in enumerate(completions):
-        said = answers.words(" ".join(_messages_text(completion, f"completions[{i}]")[0]))
+        said = answers_module.words(_completion_response(completion, f"completions[{i}]"))
         out.append(-(1 - len(set(said)) / len(said)) if said else 0.0)
     return out

@@ -30,7 +30,8 @@ from typing import Any, Callable, Iterator
 from tqdm.auto import tqdm
 
 from .dialog_files import (
-    HUB_PREFIX, SOURCE_SUFFIXES, DialogFileError, check_row, open_rows, refuse_overwriting_input, scored_records,
+    HUB_PREFIX, SOURCE_SUFFIXES, DialogFileError, OneLevel, check_row, open_rows, refuse_overwriting_input,
+    scored_records,
 )
 from ..result import signature_differences
 from .distributed import Rank, balanced_shares, barrier, decided_by_rank_zero, setup
@@ -97,17 +98,14 @@ def _fingerprint_update(digest: Any, context: list[str], response: str | None) -
 def survey(source: Source) -> Survey:
     """Check every row of ``source`` (raising :class:`DialogFileError` naming the first bad one)
     and note its length; memory: one integer per row."""
-    lengths, digest, level = array("q"), hashlib.sha256(), None
+    lengths, digest, one_level = array("q"), hashlib.sha256(), OneLevel()
     for where, _, context, response in source.dialogs():
-        this = "dialog" if response is None else "turn"
-        if level is not None and this != level:
-            raise DialogFileError(f"{where}: mixes turn-level (with a response) and dialog-level (without) rows")
-        level = this
+        one_level.check(where, response)
         lengths.append(sum(map(len, context)) + len(response or ""))
         _fingerprint_update(digest, context, response)
-    if level is None:
+    if one_level.level is None:
         raise DialogFileError(f"{source.name}: no rows")
-    return Survey(len(lengths), lengths, level, digest.hexdigest())
+    return Survey(len(lengths), lengths, one_level.level, digest.hexdigest())
 
 
 # -- the parts of a run ---------------------------------------------------------------------

@@ -248,17 +248,35 @@ def _refuse_misspelled(row: dict[str, Any], where: str, error: type[ValueError],
                         "are, but one so like a known name would leave the row scored as something else)")
 
 
+class OneLevel:
+    """The one rule of every reader that scores: a file's rows are all turn level (with a response) or
+    all dialog level (without); the first row that breaks it is refused, named by ``where``."""
+
+    def __init__(self, error: type[Exception] = DialogFileError) -> None:
+        self.level: str | None = None
+        self.error = error
+
+    def check(self, where: str, response: str | None) -> str:
+        """This row's level (``"turn"`` or ``"dialog"``), refused when it is not the earlier rows'."""
+        this = "dialog" if response is None else "turn"
+        if self.level is not None and this != self.level:
+            raise self.error(f"{where}: mixes turn-level (with a response) and dialog-level (without) rows; score "
+                             "each level from its own file")
+        self.level = this
+        return this
+
+
 def read_dialog_lines(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     """(line number, record) of a dialog file's rows, each checked (:func:`check_row`; its context
     as a list of turns, its ``response`` ``None`` at dialog level); every record must have the same
     level: all with a response (turn level) or none (dialog level)."""
     records: list[tuple[int, dict[str, Any]]] = []
     csv_file = Path(path).suffix.lower() == ".csv"
+    one_level = OneLevel()
     for number, row in read_rows(path, required="context"):
         where = f"{path}, line {number}"
         context, response = check_row(row, where, csv_row=csv_file)  # type: ignore[arg-type]
-        if records and (records[0][1]["response"] is None) != (response is None):
-            raise DialogFileError(f"{where}: mixes turn-level (with 'response') and dialog-level (without) records")
+        one_level.check(where, response)
         records.append((number, {**row, "context": context, "response": response}))
     return records
 

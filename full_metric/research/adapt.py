@@ -37,14 +37,13 @@ from ..models import ADAPTATION_FILE, PACKAGED_MODELS, native_bf16, resolve_devi
 from ..scorer import FullScorer
 from ..version import __version__
 from . import complaints
-from .optimise import SCHEDULES, Run, warmup_steps
+from .adapt_options import AUTOCASTS, LEARNING_RATES, METHODS, OBJECTIVES, SCHEDULES, default
+from .optimise import Run, warmup_steps
 
 logger = logging.getLogger(__name__)
 
 #: The name that reads the conversations of the ``chitchat-dataset`` package (MIT) as a source.
 CHITCHAT = "chitchat"
-METHODS = ("lora", "full")
-DEFAULT_LEARNING_RATE = {"lora": 2e-4, "full": 2e-5}
 
 
 class AdaptError(UsageError):
@@ -90,13 +89,6 @@ class Adaptation:
     warmup_steps: int = 10
 
 
-#: The objectives of :func:`adapt`: ``dialogs`` (the language-modelling loss on whole dialogs) and
-#: ``complaints`` (FULL's own question, :mod:`full_metric.research.complaints`).
-OBJECTIVES = ("dialogs", "complaints")
-#: Autocast choices of :func:`adapt`: ``auto`` (bfloat16 on an accelerator and on a CPU that computes it
-#: natively: the complaints objective's step ran 1.6x faster so on a 2-core AVX512-BF16 CPU, measured
-#: in reports/complaint-judge), ``bfloat16``, ``none`` (float32).
-AUTOCASTS = ("auto", "bfloat16", "none")
 #: The held-out dialogs are at most this many (at least 200 held-out pairs need ``held_out`` x dialogs >= 200).
 MAX_HELD_OUT = 500
 #: The folder of the adapter alone inside a judge written with ``save_adapter``.
@@ -252,25 +244,25 @@ def adapt(
     gguf_file: str | None = None,
     preset: str | None = None,
     rendering: str | None = None,
-    method: str = "lora",
-    max_tokens: int = 250_000,
-    held_out: float = 0.05,
-    batch_size: int = 8,
-    max_length: int = 512,
-    learning_rate: float | None = None,
-    lora_rank: int = 16,
-    seed: int = 0,
+    method: str = default("method"),
+    max_tokens: int = default("max_tokens"),
+    held_out: float = default("held_out"),
+    batch_size: int = default("batch_size"),
+    max_length: int = default("max_length"),
+    learning_rate: float | None = default("learning_rate"),
+    lora_rank: int = default("lora_rank"),
+    seed: int = default("seed"),
     device: str | None = None,
     progress: bool = True,
-    objective: str = "dialogs",
-    max_pairs: int = 2000,
-    margin: float = 1.0,
-    lm_weight: float = 0.1,
+    objective: str = default("objective"),
+    max_pairs: int = default("max_pairs"),
+    margin: float = default("margin"),
+    lm_weight: float = default("lm_weight"),
     corruption_mix: dict[str, float] | None = None,
-    autocast: str = "auto",
-    schedule: str = "linear",
+    autocast: str = default("autocast"),
+    schedule: str = default("schedule"),
     resume: bool = False,
-    checkpoint_every: int = 25,
+    checkpoint_every: int = default("checkpoint_every"),
     save_adapter: bool = False,
 ) -> Adaptation:
     """Continue training a judge (a Hub id, a local folder, a GGUF file or a model object with its
@@ -343,7 +335,7 @@ def adapt(
     scorer.model.train()
     judge = _with_lora(scorer.model, lora_rank, scorer.loaded.is_encoder_decoder) if method == "lora" else scorer.model
     _check_trainable(judge, name, batches[0], autocast)
-    rate = DEFAULT_LEARNING_RATE[method] if learning_rate is None else learning_rate
+    rate = LEARNING_RATES[method] if learning_rate is None else learning_rate
     record = Adaptation(
         base_model=name, base_revision=scorer.loaded.revision, sources=[Path(s).name for s in sources],
         dialogs=len(dialogs), training_examples=len(train_examples), training_tokens=tokens,

@@ -32,6 +32,45 @@ GENERIC_REPLIES = ("Yes.", "I don't know.", "That's cool.", "Haha, ok.", "Sure."
 HUMAN_SYSTEMS = ("Human", "New Human Generated", "Original Ground Truth")
 
 
+#: The fewest rated answers to one context whose own Spearman counts in the within-context measure.
+MIN_ANSWERS = 3
+#: The fewest systems for the over-systems measure.
+MIN_SYSTEMS = 3
+
+
+def rated_level(data: RatedData, level: str) -> list[RatedItem]:
+    """The items of one level that carry the set's rating: what every measure of that level reads."""
+    return [i for i in data.level(level) if data.aspect in i.ratings]
+
+
+def has_within_context(level: str, fed: bool) -> bool:
+    """Whether a level has the within-context measure: turn level of a set whose contexts have several
+    rated answers (USR), not FED (one answer per context)."""
+    return level == "turn" and not fed
+
+
+def has_systems(items: Sequence[RatedItem]) -> bool:
+    """Whether the items name enough systems for the over-systems measure."""
+    return len({i.system for i in items if i.system is not None}) >= MIN_SYSTEMS
+
+
+def context_spearman(scores: Sequence[float], ratings: Sequence[float]) -> float:
+    """One context's own Spearman between scores and ratings; NaN (left out of the mean) with fewer
+    than :data:`MIN_ANSWERS` answers, or when the ratings or the scores are all equal."""
+    from scipy.stats import spearmanr
+
+    x, y = np.asarray(scores, dtype=float), np.asarray(ratings, dtype=float)
+    if len(x) < MIN_ANSWERS or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan")
+    return float(spearmanr(x, y).statistic)
+
+
+def generic_wins(reply_scores: Any, human_scores: Any) -> np.ndarray:
+    """Per human answer (rows of ``reply_scores``: answers x replies), the share of generic replies that
+    score above it; a tie does not."""
+    return (np.asarray(reply_scores) > np.asarray(human_scores)[:, None]).mean(axis=1)
+
+
 def item_key(item: RatedItem) -> str:
     """A short digest naming a rated item (its context, response and system) without its text."""
     return hashlib.sha256(json.dumps([list(item.context), item.response, item.system]).encode()).hexdigest()[:16]
@@ -40,19 +79,13 @@ def item_key(item: RatedItem) -> str:
 def within_context(items: Sequence[RatedItem], scores: Sequence[float], aspect: str, *, bootstrap: int = 1000,
                    seed: int = 0) -> dict[str, Any]:
     """The mean over contexts of Spearman between FULL and people among the answers to one context
-    (contexts with at least 3 rated answers whose ratings and scores are not all equal)."""
-    from scipy.stats import spearmanr
-
+    (the contexts :func:`context_spearman` gives a value for)."""
     groups: dict[tuple[str, ...], list[tuple[float, float]]] = {}
     for item, score in zip(items, scores):
         if aspect in item.ratings:
             groups.setdefault(tuple(item.context), []).append((score, item.ratings[aspect]))
-    rhos = []
-    for pairs in groups.values():
-        x, y = zip(*pairs)
-        if len(pairs) >= 3 and len(set(x)) > 1 and len(set(y)) > 1:
-            rhos.append(float(spearmanr(x, y).statistic))
-    values = np.asarray(rhos)
+    rhos = [context_spearman(*zip(*pairs)) for pairs in groups.values()]
+    values = np.asarray([r for r in rhos if np.isfinite(r)])
     low, high = mean_interval(values, resamples=bootstrap, seed=seed) if len(values) else (float("nan"), float("nan"))
     return {"value": float(values.mean()) if len(values) else float("nan"), "ci_low": low, "ci_high": high,
             "n": len(values)}
@@ -81,8 +114,8 @@ def generic_reply_rate(
     rows = [where[tuple(i.context)] for i in human]
     reply_scores = np.stack([np.asarray(scorer.score([list(c) for c in contexts], [r] * len(contexts)).scores)[rows]
                              for r in replies], axis=1)
-    wins = reply_scores > own[:, None]
-    per_answer = wins.mean(axis=1)
+    per_answer = generic_wins(reply_scores, own)
+    wins = reply_scores > own[:, None]  # (each reply's own rate)
     low, high = clustered_mean_interval(per_answer, rows, resamples=bootstrap, seed=seed)  # contexts resampled
     return {"rate": float(per_answer.mean()), "ci_low": low, "ci_high": high, "contexts": len(contexts),
             "answers": len(human), "per_reply": {r: float(wins[:, k].mean()) for k, r in enumerate(replies)},
@@ -104,7 +137,7 @@ def agreement(
     name = Path(path).stem
     rows: list[dict[str, Any]] = []
     for level in ("turn",) if generic_only else ("turn", "dialog"):
-        items = [i for i in data.level(level) if aspect in i.ratings]
+        items = rated_level(data, level)
         if not items:
             continue
         scores = None if generic_only else score_items(scorer, items).scores
@@ -133,11 +166,11 @@ def _correlation_rows(name: str, level: str, items: Sequence[RatedItem], scores:
                        seed=seed)["spearman"]
     rows = [{"data_set": name, "level": level, "measure": "Spearman, pooled", "value": pooled.value,
              "ci_low": pooled.ci_low, "ci_high": pooled.ci_high, "n": pooled.n}]
-    if level == "turn" and not fed:
+    if has_within_context(level, fed):
         rows.append({"data_set": name, "level": level, "measure": "Spearman, within context",
                      **within_context(items, scores, aspect, bootstrap=bootstrap, seed=seed)})
     systems = [i for i in items if i.system is not None]
-    if len({i.system for i in systems}) >= 3:
+    if has_systems(items):
         kept = [s for i, s in zip(items, scores) if i.system is not None]
         row = system_agreement(systems, kept, aspect, resamples=bootstrap, seed=seed)
         rows.append({"data_set": name, "level": level, "measure": "Spearman, over systems",

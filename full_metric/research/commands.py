@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from ..errors import UsageError
-from .pairs import DEFAULT_MIX
+from .adapt_options import OPTIONS, mix_text
 
 #: The settings ``adapt`` takes (a judge is adapted for one model, preset and rendering).
-ADAPT_SETTINGS = ("model", "gguf_file", "preset", "rendering", "device", "batch_size", "progress")
+ADAPT_SETTINGS = ("model", "gguf_file", "preset", "rendering", "device", "progress")
 
 
 class Tools(Protocol):
@@ -127,38 +127,16 @@ def _adapt_arguments(command: argparse.ArgumentParser, tools: Tools) -> None:
     command.add_argument("-o", "--output", required=True, help="the folder of the adapted judge (must not exist)")
     tools.scorer_options(command, ADAPT_SETTINGS, {
         "model": "the judge to adapt: a Hub id, a local folder or a GGUF file (default: the preset's)",
-        "preset": "the preset whose rendering (and, for complaints, follow-ups) the judge learns (default: paper)",
-        "batch_size": "training examples (complaints: pairs) per step (default 8)"})
-    command.add_argument("--method", choices=("lora", "full"), default="lora", help="LoRA through peft (default) or "
-                         "full fine-tuning")
-    command.add_argument("--max-tokens", type=int, default=250_000, help="the training token budget (default 250000)")
-    command.add_argument("--held-out", type=float, default=0.05, help="the fraction of dialogs held out (at most 500; "
-                         "the held-out split and pairs are the same for every --seed)")
-    command.add_argument("--max-length", type=int, default=512, help="tokens per example at most, the dialog's end "
-                         "kept (default 512)")
-    command.add_argument("--learning-rate", type=float, help="default 2e-4 for LoRA, 2e-5 for full fine-tuning")
-    command.add_argument("--lora-rank", type=int, default=16)
-    command.add_argument("--seed", type=int, default=0)
-    command.add_argument("--objective", choices=("dialogs", "complaints"), default="dialogs",
-                         help="dialogs: the language-modelling loss on whole dialogs (default); complaints: FULL's own "
-                         "question, pairs of a real next turn and a corrupted reply (docs/cli.md)")
-    command.add_argument("--max-pairs", type=int, default=2000, help="complaints: the training pair budget (default 2000)")
-    command.add_argument("--autocast", choices=("auto", "bfloat16", "none"), default="auto",
-                         help="training precision: auto (bfloat16 on an accelerator or a CPU that computes it natively), "
-                         "bfloat16, none (float32)")
-    command.add_argument("--margin", type=float, default=1.0, help="complaints: the pairwise loss's margin (default 1.0)")
-    command.add_argument("--lm-weight", type=float, default=0.1,
-                         help="complaints: the weight of the language-modelling regulariser (default 0.1)")
+        "preset": "the preset whose rendering (and, for complaints, follow-ups) the judge learns (default: paper)"})
+    for option in OPTIONS:  # each option's default, choices and meaning: research/adapt_options.py
+        shown = "" if option.default is None else f" (default {option.default})"
+        command.add_argument("--" + option.name.replace("_", "-"), type=option.kind, default=option.default,
+                             choices=option.choices, help=option.help + shown)
     command.add_argument("--mix", type=_corruption_mix, metavar="KIND=WEIGHT,...",
-                         help="complaints: how often each corruption is drawn for training (default "
-                         f"{','.join(f'{k}={v:g}' for k, v in DEFAULT_MIX.items())}); the "
-                         "held-out pairs always use the default mix, so runs with different mixes compare")
-    command.add_argument("--schedule", choices=("linear", "constant"), default="linear",
-                         help="the learning rate: linear (warm-up over 5%% of the steps, then a linear decay to zero; "
-                         "default) or constant (after a 10-step warm-up)")
+                         help=f"complaints: how often each corruption is drawn for training (default {mix_text()}); "
+                         "the held-out pairs always use the default mix, so runs with different mixes compare")
     command.add_argument("--resume", action="store_true", help="continue an interrupted run from its checkpoint "
                          "(beside the output folder, written every --checkpoint-every steps); the same settings only")
-    command.add_argument("--checkpoint-every", type=int, default=25, help="steps between checkpoints (default 25)")
     command.add_argument("--save-adapter", action="store_true", help="LoRA: also write the adapter alone (peft "
                          "format, float16) to OUTPUT/adapter")
 
@@ -399,13 +377,9 @@ def _adapt(args: argparse.Namespace, tools: Tools) -> int:
     from .adapt import adapt
 
     given = {k: getattr(args, k) for k in ADAPT_SETTINGS if k != "model" and getattr(args, k) is not None}
-    done = adapt(args.model, args.dialogs, args.output, method=args.method, max_tokens=args.max_tokens,
-                 held_out=args.held_out, max_length=args.max_length, learning_rate=args.learning_rate,
-                 lora_rank=args.lora_rank, seed=args.seed, objective=args.objective, max_pairs=args.max_pairs,
-                 margin=args.margin, lm_weight=args.lm_weight, autocast=args.autocast, corruption_mix=args.mix,
-                 schedule=args.schedule, resume=args.resume, checkpoint_every=args.checkpoint_every,
-                 save_adapter=args.save_adapter,
-                 **given)
+    options = {o.name: getattr(args, o.name) for o in OPTIONS}
+    done = adapt(args.model, args.dialogs, args.output, corruption_mix=args.mix, resume=args.resume,
+                 save_adapter=args.save_adapter, **options, **given)
     pairs = (f"; held-out pair accuracy {done.held_out_pair_accuracy_before:.3f} -> {done.held_out_pair_accuracy_after:.3f}"
              if done.objective == "complaints" else "")
     print(f"adapted {done.base_model} on {done.training_tokens} tokens in {done.seconds:.0f} s: held-out loss "

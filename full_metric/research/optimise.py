@@ -21,13 +21,10 @@ import torch
 from transformers import get_constant_schedule_with_warmup, get_linear_schedule_with_warmup
 
 from ..errors import UsageError
+from .adapt_options import SCHEDULES
 
 logger = logging.getLogger(__name__)
 
-#: Learning-rate schedules: ``linear`` (a linear warm-up over :data:`WARMUP_SHARE` of the steps, then a
-#: linear decay to zero) and ``constant`` (a 10-step warm-up, then constant: the judges trained before
-#: schedules existed).
-SCHEDULES = ("linear", "constant")
 WARMUP_SHARE = 0.05
 CONSTANT_WARMUP = 10
 

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..errors import UsageError
-from .agreement import item_key
+from .agreement import context_spearman, generic_wins, has_systems, has_within_context, item_key, rated_level
 from ..files.rated_files import RatedItem
 
 Measure = Callable[[np.ndarray, np.ndarray], float]
@@ -57,10 +57,10 @@ def _pooled(level: Level) -> Callable[[np.ndarray], float]:
 
 
 def _context_rho(level: Level, groups: list[np.ndarray]) -> np.ndarray:
-    """Each context's own Spearman between scores and ratings (NaN: fewer than 3 answers, or equal
-    ratings or scores)."""
+    """Each context's own Spearman between scores and ratings (:func:`context_spearman`: NaN where it
+    does not count)."""
     ratings = np.asarray([i.ratings[level.aspect] for i in level.items])
-    return np.asarray([_spearman(level.scores[g], ratings[g]) if len(g) >= 3 else np.nan for g in groups])
+    return np.asarray([context_spearman(level.scores[g], ratings[g]) for g in groups])
 
 
 def _within(rho: np.ndarray, shared: np.ndarray) -> Callable[[np.ndarray], float]:
@@ -94,7 +94,7 @@ def _systems(level: Level, groups: list[np.ndarray]) -> Callable[[np.ndarray], f
 
 def _generic(level: Level, groups: list[np.ndarray]) -> Callable[[np.ndarray], float]:
     """The share of (human answer, generic reply) pairs where the reply scores higher."""
-    wins = (level.reply_scores > level.scores[level.human][:, None]).mean(axis=1)
+    wins = generic_wins(level.reply_scores, level.scores[level.human])
     where = {int(k): n for n, k in enumerate(level.human)}
     per_context = [np.asarray([wins[where[int(k)]] for k in g if int(k) in where]) for g in groups]
     return lambda picked: float(np.concatenate([per_context[g] for g in picked]).mean())
@@ -107,7 +107,7 @@ def measures(level: Level, groups: list[np.ndarray], shared: np.ndarray | None) 
     found: dict[str, tuple[Callable, bool]] = {"Spearman, pooled": (_pooled(level), True)}
     if shared is not None:
         found["Spearman, within context"] = (_within(_context_rho(level, groups), shared), False)
-    if len({i.system for i in level.items if i.system is not None}) >= 3:
+    if has_systems(level.items):
         found["Spearman, over systems"] = (_systems(level, groups), False)
     if len(level.human):
         found["generic reply beats the human answer"] = (_generic(level, groups), False)
@@ -167,9 +167,9 @@ def read_levels(kept: dict[str, Any], data: dict[str, str]) -> dict[tuple[str, s
             raise UsageError(f"no rated file for data set {name!r} (given: {sorted(data)})")
         if name not in files:
             files[name] = read_rated(data[name], score_field="human")
-        items = [i for i in files[name].level(level["level"]) if level["aspect"] in i.ratings]
-        fed = files[name].fmt == "fed"
-        found[(name, level["level"])] = (level_of(level, items), level["level"] == "turn" and not fed)
+        items = rated_level(files[name], level["level"])
+        found[(name, level["level"])] = (level_of(level, items), has_within_context(level["level"],
+                                                                                    files[name].fmt == "fed"))
     return found
 
 

@@ -662,3 +662,27 @@ def test_the_grpo_example_measures_kept_contexts_and_resumes_from_its_checkpoint
     assert [row["step"] for row in rows] == [1, 2] and second["before"] == first["before"]
     assert rows[0] == first["history"][0]  # step 1 restored from the checkpoint (its own step time), not run again
     assert second["settings"]["held_out_prompts"] == "held.jsonl"
+
+
+def test_every_training_face_reads_a_generation_by_one_rule(tiny_blenderbot_path, tiny_models, tokenizer, monkeypatch):
+    """The GRPO reward, compute_metrics and generate_responses (the callback's and the examples'
+    answers) take the same response from the same generated text (full_metric.answers.response_of:
+    its first non-empty line): a second rule in any of them would score other text."""
+    from types import SimpleNamespace
+
+    import full_metric.answers as answers
+
+    text = "\n  Sure thing, I went hiking.\nB: And you?"
+    scorer = FullScorer(tiny_blenderbot_path, progress=False)
+    want = scorer.score([["Hi!"]], ["Sure thing, I went hiking."]).scores
+    reward = full_reward(scorer)
+    assert reward(["Hi!"], [text]) == pytest.approx(want)
+    assert reward([[{"role": "user", "content": "Hi!"}]], [[{"role": "assistant", "content": text}]]) == \
+        pytest.approx(want)
+    decoding = SimpleNamespace(batch_decode=lambda ids, skip_special_tokens: [text])
+    assert full_compute_metrics([["Hi!"]], decoding, scorer)(SimpleNamespace(predictions=[[5, 6]]))["full"] == \
+        pytest.approx(want[0])
+    seen = []
+    monkeypatch.setattr(answers, "response_of", lambda generated: seen.append(generated) or "ruled")
+    assert generate_responses(tiny_models["llama"], tokenizer, [["Hi!"]], {"max_new_tokens": 3}) == ["ruled"]
+    assert len(seen) == 1

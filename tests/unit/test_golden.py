@@ -84,3 +84,33 @@ def test_balanced_on_the_model_equals_the_hand_formula_on_golden_values(blenderb
                               aggregation="balanced")
     for score, row in zip(result.scores, GOLDEN["tiny-blenderbot"]):
         assert score == pytest.approx((row[3] + row[4]) / 2 - (row[0] + row[1] + row[2]) / 3, rel=1e-5)
+
+
+@pytest.mark.parametrize("aggregation", ["sum", "mean", "balanced", "perplexity"])
+@pytest.mark.parametrize("positive", [0, 2])
+def test_the_tensor_aggregation_is_the_formula_row_by_row(aggregation, positive):
+    """aggregate_tensor (the one aggregation: the scorer's and the training objective's) on a batch of
+    random rows equals each aggregation's formula written out here in plain Python, row by row, with
+    and without positive follow-ups; perplexity takes none; gradients flow."""
+    import torch
+
+    from full_metric.aggregate import aggregate_tensor
+
+    if aggregation == "perplexity" and positive:
+        with pytest.raises(ValueError, match="takes no positive follow-ups"):
+            aggregate_tensor(torch.zeros(1, 3), [1, 1, 1], aggregation, positive)
+        return
+    counts = [3, 5, 2, 7, 4, 6]
+    values = -torch.rand(5, 6, generator=torch.Generator().manual_seed(7), dtype=torch.float64) * 30
+    values.requires_grad_(True)
+    ours = aggregate_tensor(values, counts, aggregation, positive)
+    ours.sum().backward()
+    assert values.grad is not None and values.grad.abs().sum() > 0
+    for row, got in zip(values.tolist(), ours.tolist()):
+        neg, pos = row[: 6 - positive], row[6 - positive :]
+        per = [v / n for v, n in zip(row, counts)]
+        want = {"sum": math.fsum(pos) - math.fsum(neg),
+                "mean": (math.fsum(per[6 - positive :]) - math.fsum(per[: 6 - positive])) / 6,
+                "balanced": (math.fsum(pos) / positive if positive else 0.0) - math.fsum(neg) / len(neg),
+                "perplexity": math.fsum(math.exp(-v) for v in per) / 6}[aggregation]
+        assert got == pytest.approx(want, rel=1e-12)

@@ -63,3 +63,41 @@ def test_scores_of_other_items_are_refused():
         level_of(kept, items)
     kept["keys"] = kept["keys"][::-1]
     assert level_of(kept, items).scores.shape == (12,)
+
+
+class _StandIn:
+    """A judge that scores by a fixed function of the context and the response (no model)."""
+
+    def score(self, contexts, responses=None, **options):
+        from types import SimpleNamespace
+
+        rows = zip(contexts, responses or [None] * len(contexts))
+        return SimpleNamespace(scores=[float((sum(map(ord, " ".join(c) + (r or ""))) * 7) % 97) for c, r in rows])
+
+
+def test_the_paired_comparison_measures_what_agreement_measures(tmp_path):
+    """For one judge, each measure the paired comparison computes for it (its "base" value) is the value
+    full-metric agreement reports: the rated items of a level, the within-context rule (turn level, not FED; at
+    least three answers), the systems rule and the generic-reply wins are one rule, read by both."""
+    import json
+
+    from full_metric.research.agreement import agreement
+    from full_metric.research.paired import compare_judges
+
+    rng = np.random.default_rng(5)
+    rows = []
+    for c in range(12):
+        answers = ("Original Ground Truth", "Bot A", "Bot B", "Bot C")[: 2 + c % 3]  # 2 to 4 answers a context
+        for s in answers:
+            rows.append({"context": [f"context {c}", f"more {c * 3}"], "response": f"{s} says {rng.integers(100)}",
+                         "system": s, "level": "turn", "human": float(rng.integers(1, 6))})
+    path = tmp_path / "usr-made-up.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    kept: list = []
+    reported = agreement(_StandIn(), path, replies=("Yes.", "Sure."), bootstrap=50, scores_out=kept)
+    paired = compare_judges({"levels": kept}, {"levels": kept}, {"usr-made-up": str(path)}, resamples=20)
+    assert {r["measure"] for r in paired} == {r["measure"] for r in reported} == {
+        "Spearman, pooled", "Spearman, within context", "Spearman, over systems", "generic reply beats the human answer"}
+    for row in reported:
+        twin = next(p for p in paired if (p["level"], p["measure"]) == (row["level"], row["measure"]))
+        assert twin["base"] == pytest.approx(row["value"], rel=1e-12), row["measure"]

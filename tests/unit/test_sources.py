@@ -109,3 +109,18 @@ def test_a_misspelled_field_is_refused_by_every_face(files, field, meant):
             call()
     path.write_text(json.dumps({"context": ["Hi!"], "response": "Fine.", "id": 7, "response_id": "r7"}) + "\n")
     assert [r for _, _, _, r in Source(str(path)).dialogs()] == ["Fine."]
+
+
+def test_a_file_mixing_turn_and_dialog_rows_is_refused_by_every_face_that_scores(files):
+    """One rule (dialog_files.OneLevel): score's survey, the dialog reader and the app's upload refuse
+    the first row of the other level, naming its line (the app once scored both levels apart)."""
+    from full_metric.faces.app_data import InputError, Limits, read_upload
+    from full_metric.files.corpus import survey
+    from full_metric.files.dialog_files import read_dialog_lines
+
+    path = files / "mixed.jsonl"
+    path.write_text('{"context": ["Hi!"], "response": "Fine."}\n{"context": ["Hi!", "Fine."]}\n', encoding="utf-8")
+    for call in (lambda: survey(Source(str(path))), lambda: read_dialog_lines(path),
+                 lambda: read_upload(path.name, path.read_bytes(), Limits())):
+        with pytest.raises((DialogFileError, InputError), match="line 2: mixes turn-level .* and dialog-level"):
+            call()

@@ -73,9 +73,10 @@ def test_rank_and_summary():
 
 
 def test_read_jsonl_and_csv():
-    jsonl = b'{"context": ["Hi!"], "response": "Hello.", "system": "a"}\n\n{"context": "Hi!\\nHello."}\n'
+    jsonl = b'{"context": ["Hi!"], "response": "Hello.", "system": "a"}\n\n{"context": "Hi!\\nHello.", "response": "Yo."}\n'
     rows = read_upload("d.jsonl", jsonl)
-    assert rows[0]["context"] == ["Hi!"] and rows[1]["context"] == ["Hi!", "Hello."] and rows[1]["response"] is None
+    assert rows[0]["context"] == ["Hi!"] and rows[1]["context"] == ["Hi!", "Hello."] and rows[1]["response"] == "Yo."
+    assert read_upload("d.jsonl", b'{"context": "Hi!\\nHello."}\n')[0]["response"] is None  # dialog level
     csv_rows = read_upload("d.csv", 'context,response,system\n"Hi!\nHow are you?",Fine.,bot\n'.encode())
     assert csv_rows == [{"context": ["Hi!", "How are you?"], "response": "Fine.", "system": "bot"}]
 
@@ -102,14 +103,14 @@ def test_bad_uploads(name, data, message):
         read_upload(name, data, SMALL)
 
 
-def test_score_rows_mixed_levels(tiny_blenderbot_path):
+def test_score_rows_of_each_level(tiny_blenderbot_path):
     scorer = FullScorer(tiny_blenderbot_path, device="cpu", progress=False)
-    rows = read_upload("d.jsonl", b'{"context": ["Hi!"], "response": "Hello."}\n{"context": ["Hi!", "Hello."]}\n')
-    signature = score_rows(scorer, rows, NAMED_SETS["paper"], "sum")
-    assert "level:" in signature
-    assert rows[0]["full"] == pytest.approx(scorer.score([["Hi!"]], ["Hello."]).scores[0])
-    assert rows[1]["full"] == pytest.approx(scorer.score([["Hi!", "Hello."]]).scores[0])
-    json.dumps(rows)
+    for data, level, want in ((b'{"context": ["Hi!"], "response": "Hello."}\n', "turn", scorer.score([["Hi!"]], ["Hello."])),
+                              (b'{"context": ["Hi!", "Hello."]}\n', "dialog", scorer.score([["Hi!", "Hello."]]))):
+        rows = read_upload("d.jsonl", data)
+        assert f"level:{level}" in score_rows(scorer, rows, NAMED_SETS["paper"], "sum")
+        assert rows[0]["full"] == pytest.approx(want.scores[0])
+        json.dumps(rows)
 
 
 def test_follow_up_limits_and_limits_from_the_environment():
