@@ -12,7 +12,7 @@ from typing import Any
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
-from full_metric.research.adapt import read_dialogs
+from full_metric.research.adapt_data import read_dialogs
 
 
 def load_policy(name: str, gguf_file: str | None = None) -> tuple[Any, Any]:

@@ -142,6 +142,27 @@ def _as_scores(name: str, values: Any) -> np.ndarray:
     return array
 
 
+def _checked_request(scores: Mapping[str, Any], baseline: str | None, method: str, resamples: int | None,
+                     confidence: float) -> tuple[list[str], str, int]:
+    """The systems' names, the baseline and the resamples of a comparison, refused when they cannot be."""
+    if len(scores) < 2:
+        raise UsageError(f"a comparison needs at least two systems, got {len(scores)}")
+    if method not in METHODS:
+        raise UsageError(f"unknown method {method!r}; choose one of {METHODS}")
+    names = [str(n) for n in scores]
+    if len(set(names)) != len(names):
+        raise UsageError(f"system names must differ: {names}")
+    baseline = names[0] if baseline is None else baseline
+    if baseline not in names:
+        raise UsageError(f"baseline {baseline!r} is not one of the systems {names}")
+    resamples = DEFAULT_RESAMPLES[method] if resamples is None else resamples
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
+        raise UsageError(f"resamples must be a positive integer, got {resamples!r}")
+    if not 0 < confidence < 1:
+        raise UsageError(f"confidence must lie between 0 and 1, got {confidence}")
+    return names, baseline, resamples
+
+
 def compare_systems(
     scores: Mapping[str, Any],
     *,
@@ -170,21 +191,7 @@ def compare_systems(
         ValueError: fewer than two systems, an unknown baseline or method, paired systems of
             different lengths, a non-finite score.
     """
-    if len(scores) < 2:
-        raise UsageError(f"a comparison needs at least two systems, got {len(scores)}")
-    if method not in METHODS:
-        raise UsageError(f"unknown method {method!r}; choose one of {METHODS}")
-    names = [str(n) for n in scores]
-    if len(set(names)) != len(names):
-        raise UsageError(f"system names must differ: {names}")
-    baseline = names[0] if baseline is None else baseline
-    if baseline not in names:
-        raise UsageError(f"baseline {baseline!r} is not one of the systems {names}")
-    resamples = DEFAULT_RESAMPLES[method] if resamples is None else resamples
-    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
-        raise UsageError(f"resamples must be a positive integer, got {resamples!r}")
-    if not 0 < confidence < 1:
-        raise UsageError(f"confidence must lie between 0 and 1, got {confidence}")
+    names, baseline, resamples = _checked_request(scores, baseline, method, resamples, confidence)
     arrays = {n: _as_scores(n, v) for n, v in zip(names, scores.values())}
     if paired:
         lengths = {n: len(a) for n, a in arrays.items()}

@@ -389,16 +389,6 @@ def _generic_decoder_only(
     return torch.cat(done).view(len(contexts), len(targets))  # pairs run context by context, target by target
 
 
-def is_out_of_memory(error: BaseException) -> bool:
-    """Whether ``error`` is an out-of-memory error of any device torch runs on (CUDA, MPS, CPU...)."""
-    if isinstance(error, torch.OutOfMemoryError):
-        return True
-    text = str(error).lower()
-    return isinstance(error, RuntimeError) and any(
-        s in text for s in ("out of memory", "can't allocate memory", "not enough memory", "failed to allocate")
-    )
-
-
 #: Each engine in the form the scorer calls (``(sum, token count)`` pairs, under inference mode).
 oracle_log_likelihoods = scored(oracle_sums)
 packed_log_likelihoods = scored(packed_sums)

@@ -121,6 +121,17 @@ def newest_turns_that_fit(ids: Any, turns: Sequence[str], max_tokens: int) -> in
     return low
 
 
+def speaker_lines(turns: Sequence[str], next_speaker: str) -> str:
+    """The ``speaker`` rendering: one ``A: ...`` / ``B: ...`` line per turn, speakers alternating so that
+    the last turn is the other speaker's, then ``next_speaker:`` opening the next turn. The judge reads a
+    dialog so (``A`` follows up on ``B``'s response); a policy without a chat template is prompted so
+    (``B`` answers ``A``'s last turn)."""
+    other = {"A": "B", "B": "A"}[next_speaker]
+    last = len(turns) - 1
+    return "\n".join([*(f"{other if (last - i) % 2 == 0 else next_speaker}: {t}" for i, t in enumerate(turns)),
+                      f"{next_speaker}:"])
+
+
 class Renderer:
     """Renders dialogs and follow-ups for one tokenizer and one rendering, and truncates.
 
@@ -165,9 +176,7 @@ class Renderer:
         if r == "reference":
             return " \t" + "\t".join(turns)
         if r == "speaker":
-            last = len(turns) - 1
-            lines = [f"{'B' if (last - i) % 2 == 0 else 'A'}: {t}" for i, t in enumerate(turns)]
-            return "\n".join(lines + ["A:"])
+            return speaker_lines(turns, "A")  # A follows up on B's response
         if r == "plain":
             return "".join(t + "\n" for t in turns)
         if r == "eos":

@@ -6,14 +6,14 @@ import logging
 from typing import Any, Sequence
 
 import torch
-from tqdm.auto import tqdm
 
 from .aggregate import aggregate, aggregate_tensor
 from .engines import ENGINES, candidates, refusal
 from .errors import UsageError
 from .fine_grained import category_scores
 from .inputs import check_dialogs, strip_speakers
-from .loglik import LogLik, is_out_of_memory
+from .batching import score_in_batches
+from .loglik import LogLik
 from .models import attention_window, load_model, model_lock
 from .presets import PRESETS, preset_fits, preset_runs
 from .rendering import EncodedDialog, Renderer, default_rendering
@@ -378,32 +378,6 @@ class FullScorer:
     def _batched(
         self, name: str, contexts: list[tuple[int, ...]], targets: list[tuple[int, ...]], batch_size: int, show: bool
     ) -> list[list[LogLik]]:
-        """Length-sorted batches (longest first, so memory trouble shows at once) of at most
-        ``batch_size`` dialogs and ``max_batch_tokens`` padded tokens; input order restored.
-        Out of memory (on any device), both limits are halved and the batch is tried again."""
-        order = sorted(range(len(contexts)), key=lambda i: -len(contexts[i]))
-        engine = ENGINES[name]
-        budget = self.max_batch_tokens
-        out: list[list[LogLik]] = [[] for _ in contexts]
-        done = 0
-        with tqdm(total=len(contexts), disable=not show, desc="FULL", unit="dialog") as bar:
-            while done < len(order):
-                # the longest dialog of this batch
-                width = engine.tokens(self.loaded.is_encoder_decoder, len(contexts[order[done]]), targets)
-                rows = max(1, min(batch_size, budget // width))
-                chunk = order[done : done + rows]
-                try:
-                    values = engine.score(self.model, [contexts[i] for i in chunk], targets, self.pad_id)
-                except (torch.OutOfMemoryError, RuntimeError) as error:
-                    if len(chunk) == 1 or not is_out_of_memory(error):
-                        raise
-                    batch_size, budget = max(1, len(chunk) // 2), max(1, budget // 2)
-                    logger.warning("out of memory: batch size lowered to %d", batch_size)
-                    if torch.cuda.is_available():
-                        torch.cuda.empty_cache()
-                    continue
-                for i, v in zip(chunk, values):
-                    out[i] = v
-                done += len(chunk)
-                bar.update(len(chunk))
-        return out
+        """The engine ``name``'s log-likelihoods of every context, in batches (:func:`batching.score_in_batches`)."""
+        return score_in_batches(ENGINES[name], self.model, contexts, targets, self.pad_id,
+                                self.loaded.is_encoder_decoder, batch_size, self.max_batch_tokens, show)

@@ -22,7 +22,8 @@ from .aggregate import AGGREGATIONS, check_aggregation
 from .engines import ENGINE_OPTIONS
 from .errors import UsageError, UsageTypeError
 from .follow_ups import resolve_follow_ups
-from .models import DTYPE_NAMES, PACKAGED_MODELS
+from .model_sources import PACKAGED_MODELS
+from .models import DTYPE_NAMES
 from .presets import DEFAULT_PRESET, PRESETS, preset_model
 from .rendering import RENDERINGS
 

@@ -11,7 +11,7 @@ import evaluate
 
 from ..comparison import DEFAULT_SEED, compare_systems
 from ..errors import UsageError
-from .metric import _CITATION, FullSettings
+from .metric import CITATION, FullSettings
 from ..settings import describe
 
 _DESCRIPTION = """\
@@ -72,7 +72,7 @@ class FULLComparison(FullSettings, evaluate.Comparison):
             raise UsageError(f"unknown config {self.config_name!r}; the comparison is turn level ('default')")
         return evaluate.ComparisonInfo(
             description=_DESCRIPTION,
-            citation=_CITATION,
+            citation=CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
             features=datasets.Features({
                 "predictions1": datasets.Value("string"),

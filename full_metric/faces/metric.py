@@ -22,7 +22,7 @@ from ..settings import CALL_OPTIONS, LOAD_SETTINGS, check_known, check_settings,
 from ..turns import split_turns
 from ..version import __version__
 
-_CITATION = """\
+CITATION = """\
 @inproceedings{de-bruyn-etal-2022-open,
   title     = {Open-Domain Dialog Evaluation using Follow-Ups Likelihood},
   author    = {De Bruyn, Maxime and Lotfi, Ehsan and Buhmann, Jeska and Daelemans, Walter},
@@ -192,7 +192,7 @@ class FULL(FullSettings, evaluate.Metric):
             features = datasets.Features({"predictions": datasets.Value("string"), "references": turns})
         return evaluate.MetricInfo(
             description=_DESCRIPTION,
-            citation=_CITATION,
+            citation=CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
             features=features,
             homepage="https://arxiv.org/abs/2209.05185",

@@ -19,14 +19,14 @@ from typing import Any, Callable, Sequence
 import torch
 
 from .. import answers as answers_module
+from .generation import (
+    FILLER_CONTEXT, answer_text, check_generation_tokenizer, generate_responses, prompt_ids, prompt_limit, prompt_text,
+)
 from ..comparison import mean_interval
 from ..files.distributed import balanced_shares, current_rank, gather_results, merge_in_order
 from ..errors import UsageError, UsageTypeError
 from ..inputs import check_turns
-from ..models import max_positions, resolve_device
-from ..rendering import (
-    Renderer, chat_messages, cut_whole_turns, default_rendering, encode_text, template_needs_user_first,
-)
+from ..models import resolve_device
 from ..result import FullResult
 from ..scorer import FullScorer
 from ..turns import split_turns
@@ -38,14 +38,18 @@ except ImportError:  # pragma: no cover - transformers is always installed with 
 
 logger = logging.getLogger(__name__)
 
+__all__ = [  # this face, generation's functions (faces/generation.py) and the answer profile included
+    "FullCallback", "full_compute_metrics", "full_reward", "repetition_reward", "summary", "check_contexts",
+    "judge_placement", "LazyScorer", "FullScorer", "NO_TRAINER", "TABLE_FOLDER", "FILLER_CONTEXT", "prompt_text",
+    "answer_text", "prompt_limit", "prompt_ids", "check_generation_tokenizer", "generate_responses", "GENERIC_ANSWERS",
+    "answer_profile",
+]
+
 #: What the training examples measure of a policy's answers (:mod:`full_metric.answers`), named here too.
 GENERIC_ANSWERS, answer_profile = answers_module.GENERIC_ANSWERS, answers_module.answer_profile
 
 #: The per-example table each evaluation writes: ``<output_dir>/full/step-<N>.jsonl``.
 TABLE_FOLDER = "full"
-#: The context a rank with no context of its own generates for, so that every rank calls
-#: ``generate`` the same number of times (its answer is discarded).
-FILLER_CONTEXT = ("Hi!",)
 
 
 def check_contexts(contexts: Any) -> list[list[str]]:
@@ -105,146 +109,6 @@ def summary(result: FullResult, prefix: str = "full") -> dict[str, Any]:
     low, high = mean_interval(result.scores)
     return {prefix: result.mean, f"{prefix}_ci_low": low, f"{prefix}_ci_high": high,
             f"{prefix}_n": len(result.scores), f"{prefix}_signature": result.signature}
-
-
-def prompt_text(tokenizer: Any, turns: Sequence[str], config: Any, user_first: bool | None = None) -> str:
-    """What the model being trained (``config``: its ``model.config``) reads to answer: its chat
-    template where the tokenizer has one (the last turn the user's; a strict template gets the
-    judge's user-first placeholder, :func:`~full_metric.rendering.chat_messages`), else FULL's
-    rendering of the dialog for its model type (BlenderBot's own format for BlenderBot; ``B:``
-    answers ``A:`` for decoder-only). ``user_first``: the template's answer to
-    :func:`~full_metric.rendering.template_needs_user_first`, when the caller asked it once for
-    many prompts (``None``: asked here)."""
-    if getattr(tokenizer, "chat_template", None):
-        if user_first is None:
-            user_first = template_needs_user_first(tokenizer)
-        messages = chat_messages(turns, "user", user_first)
-        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    if config.is_encoder_decoder:
-        rendering = default_rendering(config.model_type, getattr(tokenizer, "name_or_path", ""), True)
-        return Renderer(tokenizer, rendering, True).context_text(turns)
-    last = len(turns) - 1
-    return "\n".join([*(f"{'A' if (last - i) % 2 == 0 else 'B'}: {t}" for i, t in enumerate(turns)), "B:"])
-
-
-def answer_text(tokenizer: Any, turns: Sequence[str], response: str, config: Any, user_first: bool | None = None) -> str:
-    """The text that follows :func:`prompt_text` when the trained model answers ``response``: with a
-    chat template, the answer as the template closes an assistant turn (its end-of-turn token, such as
-    Gemma's ``<end_of_turn>`` or ChatML's ``<|im_end|>``, not the end-of-text token); otherwise the
-    response after a space, closed by the end-of-text token."""
-    if not getattr(tokenizer, "chat_template", None) or config.is_encoder_decoder:
-        return " " + response + (tokenizer.eos_token or "")
-    if user_first is None:
-        user_first = template_needs_user_first(tokenizer)
-    prompt = prompt_text(tokenizer, turns, config, user_first)
-    whole = tokenizer.apply_chat_template([*chat_messages(turns, "user", user_first),
-                                           {"role": "assistant", "content": response}], tokenize=False)
-    if not whole.startswith(prompt):
-        raise UsageError(f"tokenizer {getattr(tokenizer, 'name_or_path', '')!r}: its chat template writes the answered "
-                         "conversation differently from the prompt it writes, so the answer's text cannot be cut out")
-    return whole[len(prompt) :]
-
-
-def prompt_limit(model: Any, tokenizer: Any, max_new_tokens: int) -> int:
-    """The most prompt tokens the model being trained reads: its positions (and its tokenizer's
-    limit), less the new tokens for a decoder-only model."""
-    limit = max_positions(model.config, tokenizer)
-    declared = getattr(tokenizer, "model_max_length", None)
-    if isinstance(declared, int) and 0 < declared < limit:
-        limit = declared
-    if not model.config.is_encoder_decoder:
-        limit -= max_new_tokens
-    if limit < 1:
-        raise UsageError(f"{max_new_tokens} new tokens leave no room for a prompt within the model's {limit + max_new_tokens} "
-                         "positions: lower max_new_tokens")
-    return limit
-
-
-def check_generation_tokenizer(tokenizer: Any) -> None:
-    """A tokenizer the callback can generate with: it has a padding or an end-of-text token."""
-    if tokenizer is None:
-        raise UsageError("the callback needs the trained model's tokenizer: pass tokenizer= or the Trainer's "
-                         "processing_class")
-    if tokenizer.pad_token_id is None and tokenizer.eos_token_id is None:
-        raise UsageError(f"tokenizer {getattr(tokenizer, 'name_or_path', '')!r} has neither a padding nor an "
-                         "end-of-text token: generation cannot pad a batch or stop; set tokenizer.pad_token")
-
-
-def prompt_ids(model: Any, tokenizer: Any, contexts: Sequence[Sequence[str]], max_new_tokens: int) -> list[list[int]]:
-    """Each context's prompt as token ids, cut from the left to :func:`prompt_limit` (the newest
-    turn kept; special tokens the tokenizer adds stay), by the judge's own truncation
-    (:func:`~full_metric.rendering.encode_text`); a chat template is cut between whole turns, as the
-    judge cuts it, so its opening stays (a last turn longer than the limit alone keeps its end)."""
-    limit = prompt_limit(model, tokenizer, max_new_tokens)
-    special = not getattr(tokenizer, "chat_template", None)  # a chat template writes its own special tokens
-    user_first = template_needs_user_first(tokenizer)  # asked once for all the prompts
-    out = []
-    for context in contexts:
-        text = prompt_text(tokenizer, context, model.config, user_first)
-        encoded = encode_text(tokenizer, text, limit, special)
-        ids = list(encoded.context_ids)
-        if not special and encoded.dropped_tokens:  # a chat template is cut between whole turns, its opening kept
-            def rendered(kept: Sequence[str]) -> list[int]:
-                return list(tokenizer(prompt_text(tokenizer, kept, model.config, user_first),
-                                      add_special_tokens=False)["input_ids"])
-
-            found = cut_whole_turns(rendered, context, limit)
-            ids = found[0] if found else ids  # a last turn too long alone keeps its end
-        if special and not model.config.is_encoder_decoder:  # a decoder-only prompt ends where the answer starts
-            while len(ids) > 1 and ids[-1] == tokenizer.eos_token_id:
-                ids.pop()
-        out.append(ids)
-    return out
-
-
-@torch.no_grad()
-def generate_responses(
-    model: Any, tokenizer: Any, contexts: Sequence[Sequence[str]], generation_kwargs: dict[str, Any] | None = None,
-    batch_size: int = 8, *, batches: int | None = None, prompts: list[str] | None = None,
-) -> list[str]:
-    """The model's answer to each context (greedy unless ``generation_kwargs`` say otherwise), as
-    :func:`full_metric.answers.response_of` reads a generation; the model's mode (training or eval)
-    is restored afterwards.
-
-    Prompts longer than the model's positions lose their oldest tokens. A batch is padded (on the
-    left for a decoder-only model) with the padding token, or the end-of-text token where there is
-    none; the tokenizer is read, never changed. ``batches``: call ``generate`` this many times
-    (at least as many as the contexts need; the extra calls answer :data:`FILLER_CONTEXT`, discarded),
-    so that every rank of a distributed run calls it equally often. ``prompts``: a list that
-    receives each context's prompt as the model read it (decoded)."""
-    check_generation_tokenizer(tokenizer)
-    encoder_decoder = bool(model.config.is_encoder_decoder)
-    kwargs = {"max_new_tokens": 32, "do_sample": False, **(generation_kwargs or {})}
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    needed = -(-len(contexts) // batch_size)
-    batches = needed if batches is None else batches
-    if batches < needed:
-        raise UsageError(f"{len(contexts)} contexts need {needed} batches of {batch_size}, not {batches}")
-    chunks = [list(contexts[k * batch_size : (k + 1) * batch_size]) or [list(FILLER_CONTEXT)] for k in range(batches)]
-    was_training = model.training
-    model.eval()
-    answers: list[str] = []
-    try:
-        for k, chunk in enumerate(chunks):
-            ids = prompt_ids(model, tokenizer, chunk, kwargs["max_new_tokens"])
-            width = max(len(i) for i in ids)
-            # a decoder-only prompt ends where generation starts: pad on the left; an encoder reads from
-            # the first position: pad on the right
-            side = (lambda row, fill: row + fill) if encoder_decoder else (lambda row, fill: fill + row)
-            rows = [side(i, [pad] * (width - len(i))) for i in ids]
-            mask = [side([1] * len(i), [0] * (width - len(i))) for i in ids]
-            batch = {"input_ids": torch.tensor(rows, device=model.device),
-                     "attention_mask": torch.tensor(mask, device=model.device)}
-            out = model.generate(**batch, pad_token_id=pad, **kwargs)
-            if k >= needed:
-                continue  # a filler batch: called for the other ranks' sake
-            if prompts is not None:
-                prompts.extend(tokenizer.batch_decode(ids))
-            new = out if encoder_decoder else out[:, width:]
-            answers += [answers_module.response_of(t) for t in tokenizer.batch_decode(new, skip_special_tokens=True)]
-    finally:
-        model.train(was_training)
-    return answers
 
 
 #: What the callback says when it has no trainer to log through (no ``report_to`` integration would

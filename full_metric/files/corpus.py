@@ -258,6 +258,18 @@ class _writer:
 
 
 # -- the run --------------------------------------------------------------------------------
+def _check_output(source: Source, output: Path, chunk_size: int) -> None:
+    """Refuse an output that would overwrite the input, has no known suffix or cannot be written here,
+    and a chunk size that is not a positive integer."""
+    refuse_overwriting_input([source.path], output)
+    if output.suffix.lower() not in OUTPUT_SUFFIXES:
+        raise DialogFileError(f"{output}: the output must end in {' or '.join(OUTPUT_SUFFIXES)}")
+    if output.suffix.lower() == ".parquet" and importlib.util.find_spec("pyarrow") is None:
+        raise DialogFileError(f"{output}: Parquet output needs pyarrow: pip install 'full-metric[evaluate]'")
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
+        raise DialogFileError(f"the chunk size must be a positive integer, got {chunk_size!r}")
+
+
 def score_corpus(
     source: Source, output: str | Path, make_scorer: Callable[[], Any], *, resume: bool = False,
     chunk_size: int = DEFAULT_CHUNK_SIZE, progress: bool = True, rank: Rank | None = None,
@@ -273,13 +285,7 @@ def score_corpus(
             an output that belongs to another input or other settings (nothing is changed).
     """
     output = Path(output)
-    refuse_overwriting_input([source.path], output)
-    if output.suffix.lower() not in OUTPUT_SUFFIXES:
-        raise DialogFileError(f"{output}: the output must end in {' or '.join(OUTPUT_SUFFIXES)}")
-    if output.suffix.lower() == ".parquet" and importlib.util.find_spec("pyarrow") is None:
-        raise DialogFileError(f"{output}: Parquet output needs pyarrow: pip install 'full-metric[evaluate]'")
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
-        raise DialogFileError(f"the chunk size must be a positive integer, got {chunk_size!r}")
+    _check_output(source, output, chunk_size)
     rank = setup(rank)
     checked = survey(source)
     scorer = make_scorer()

@@ -33,13 +33,27 @@ def _spearman(values: list[float], items: list[Any], bootstrap: int) -> tuple[fl
     return c.value, c.ci_low, c.ci_high, c.n
 
 
+def _figures(out: Path, scorer: FullScorer, data: RatedData, results: dict, levels: list[str],
+             candidates: list[str]) -> None:
+    """The report's figures: FULL against FED Overall per level, and each candidate follow-up's correlation."""
+    from .plots import follow_up_bars, scatter
+
+    main = {lvl: subset_result(results[lvl], PAPER_FIVE, scorer.aggregation) for lvl in levels}
+    panels = []
+    for lvl in levels:
+        items = data.level(lvl)
+        rated = [k for k, item in enumerate(items) if FED_ASPECT in item.ratings]
+        rho = _spearman(main[lvl], items, 0)[0]
+        panels.append((f"{lvl} level", [main[lvl][k] for k in rated], [items[k].ratings[FED_ASPECT] for k in rated], rho))
+    scatter(out / "scatter.png", panels)
+    follow_up_bars(out / "follow-ups.png", rank_follow_ups(data, results, only=candidates), levels)
+
+
 def build_report(
     scorer: FullScorer, data: RatedData, out_dir: str | Path, command: str, *, top_k: int = 5,
     holdout: float = 0.5, seed: int = 0, bootstrap: int = 1000,
 ) -> Path:
     """Score ``data`` once, write ``report.md`` and its figures into ``out_dir``; return the report path."""
-    from .plots import follow_up_bars, scatter
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     union = tuple(dict.fromkeys([*PAPER_FIVE, *REFERENCE_PACKAGE_DEFAULT, *(c.text for c in CANDIDATES)]))
@@ -51,7 +65,6 @@ def build_report(
         cells = [_spearman(subset_result(results[lvl], follow_ups, agg), data.level(lvl), bootstrap)
                  if results[lvl] is not None else None for lvl in LEVELS]
         rows.append((name, "all items", cells))
-
     select, report = split_holdout(data, holdout, seed)
     select_results = {lvl: _subset_items(results[lvl], data.level(lvl), select.level(lvl)) for lvl in LEVELS}
     candidates = [c.text for c in CANDIDATES]
@@ -64,17 +77,7 @@ def build_report(
         rows.append((f"{name}, sum", f"held-out {holdout:.0%}", cells))
 
     levels = [lvl for lvl in LEVELS if results[lvl] is not None]  # a set may have one level only
-    main = {lvl: subset_result(results[lvl], PAPER_FIVE, scorer.aggregation) for lvl in levels}
-    panels = []
-    for lvl in levels:
-        items = data.level(lvl)
-        rated = [k for k, item in enumerate(items) if FED_ASPECT in item.ratings]
-        rho = _spearman(main[lvl], items, 0)[0]
-        panels.append((f"{lvl} level", [main[lvl][k] for k in rated], [items[k].ratings[FED_ASPECT] for k in rated], rho))
-    scatter(out / "scatter.png", panels)
-    descriptive = rank_follow_ups(data, results, only=candidates)
-    follow_up_bars(out / "follow-ups.png", descriptive, levels)
-
+    _figures(out, scorer, data, results, levels, candidates)
     signature = scorer.signature(PAPER_FIVE, levels[0])
     lines = [
         "# FULL on FED: reproduction report", "",

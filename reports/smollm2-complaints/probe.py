@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 
 from full_metric import FullScorer
-from full_metric.research.adapt import held_out_dialogs
+from full_metric.research.adapt_data import held_out_dialogs
 from full_metric.research.probe import cut_dialogs, gaming_probe
 
 

@@ -12,7 +12,7 @@ import argparse
 import json
 from pathlib import Path
 
-from full_metric.research.adapt import held_out_size, read_dialogs, split_held_out
+from full_metric.research.adapt_data import held_out_size, read_dialogs, split_held_out
 from full_metric.research.probe import cut_dialogs
 
 

@@ -17,7 +17,8 @@ import torch
 from full_metric import FullScorer
 from full_metric.faces.cli import main
 from full_metric.research import adapt as adapt_module
-from full_metric.research.adapt import AdaptError, adapt, read_dialogs
+from full_metric.research.adapt import AdaptError, adapt
+from full_metric.research.adapt_data import read_dialogs
 
 DIALOG = {"context": ["Hi! How was your weekend?", "Great, I went hiking. And yours?"],
           "response": "Lovely, we baked bread and walked the dog."}
@@ -157,14 +158,14 @@ def distinct(tmp_path_factory) -> Path:
 
 def test_held_out_dialogs_never_reach_training(distinct, tiny_blenderbot_path, tmp_path, monkeypatch):
     seen: list[list[list[str]]] = []
-    real = adapt_module._examples
+    real = adapt_module.examples
 
     def recorded(scorer, dialogs, max_length):
         dialogs = list(dialogs)
         seen.append(dialogs)
         return real(scorer, dialogs, max_length)
 
-    monkeypatch.setattr(adapt_module, "_examples", recorded)
+    monkeypatch.setattr(adapt_module, "examples", recorded)
     adapt(str(tiny_blenderbot_path), [str(distinct)], tmp_path / "j", max_tokens=100_000, held_out=0.1, batch_size=8,
           method="full", progress=False)
     held, trained = seen[0], seen[1]
@@ -175,7 +176,7 @@ def test_held_out_dialogs_never_reach_training(distinct, tiny_blenderbot_path, t
 def test_seq2seq_labels_are_exactly_the_follow_ups_ids(tiny_blenderbot_path):
     scorer = FullScorer(tiny_blenderbot_path, progress=False)
     dialog = ["Hi! How was your weekend?", "Great, I went hiking.", "Where did you go?"]
-    examples = list(adapt_module._examples(scorer, [dialog], 128))
+    examples = list(adapt_module.examples(scorer, [dialog], 128))
     assert len(examples) == 2  # one per turn after the first
     for cut, (context, labels) in zip((1, 2), examples):
         assert labels == list(scorer.renderer.target_ids(dialog[cut]))
@@ -215,7 +216,7 @@ def test_turns_are_capped_before_rendering(tiny_blenderbot_path):
     example is the one the uncut message gives."""
     scorer = FullScorer(tiny_blenderbot_path, progress=False)
     huge = " ".join(f"word{k}" for k in range(15_000))
-    cut = list(adapt_module._examples(scorer, [[huge, "Fine."], ["Hi!", huge]], 64))
+    cut = list(adapt_module.examples(scorer, [[huge, "Fine."], ["Hi!", huge]], 64))
     assert len(cut) == 2
     context, labels = cut[0]
     assert len(context) <= 64 and labels == list(scorer.renderer.target_ids("Fine."))
@@ -326,7 +327,7 @@ def _held_out_margin(model: str, learnable: Path) -> float:
     """The mean of score(real) - score(corrupted) over adapt's held-out pairs of ``learnable``."""
     import random
 
-    from full_metric.research.adapt import HELD_OUT_SEED, held_out_dialogs
+    from full_metric.research.adapt_data import HELD_OUT_SEED, held_out_dialogs
 
     pairs = complaints.make_pairs(held_out_dialogs([str(learnable)], 0.0625), random.Random(HELD_OUT_SEED + 1),
                                   complaints.DEFAULT_MIX)

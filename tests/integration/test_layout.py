@@ -121,3 +121,30 @@ def test_the_import_graph_has_no_cycle():
     for name in sorted(graph):
         if name not in state:
             visit(name, [name])
+
+
+#: The house rules of issue 39: small modules and short functions.
+MAX_FILE_LINES, MAX_FUNCTION_LINES = 400, 70
+
+
+def test_no_module_is_over_400_lines_and_no_function_over_70():
+    long_files = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py")
+                  if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_FILE_LINES}
+    long_functions = {}
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if (n := node.end_lineno - node.lineno + 1) > MAX_FUNCTION_LINES:
+                    long_functions[f"{path.relative_to(PACKAGE)}:{node.name}"] = n
+    assert not long_files and not long_functions, (long_files, long_functions)
+
+
+def test_no_module_imports_another_modules_private_names():
+    """A name with a leading underscore stays in its module: no package module imports one from another."""
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("full_metric")):
+                found += [f"{path.relative_to(PACKAGE)}: {a.name}" for a in node.names
+                          if a.name.startswith("_") and a.name != "__version__"]
+    assert not found, found

@@ -12,7 +12,7 @@ import torch
 
 from full_metric import NAMED_SETS, FullScorer
 from full_metric.engines import ENGINES
-from full_metric.loglik import is_out_of_memory
+from full_metric.batching import is_out_of_memory
 from full_metric.models import load_model
 from tests.unit.test_engines import _dialogs
 

@@ -101,3 +101,21 @@ def test_the_reference_rendering_still_cuts_the_end(tokenizer):
     """The authors' package cut long inputs on the right: the reference preset keeps that (parity)."""
     encoded = Renderer(tokenizer, "reference", True).encode(["Hi!", "word " * 200], 32)
     assert len(encoded.context_ids) == 32 and encoded.dropped_tokens > 0
+
+
+@pytest.mark.parametrize("turns", [1, 2, 3, 6])
+def test_the_policy_prompt_and_the_judge_give_the_turns_to_the_same_speakers(tokenizer, turns):
+    """Without a chat template a decoder-only policy is prompted in the judge's speaker rendering
+    (rendering.speaker_lines): the judge's text of a dialog is the policy's prompt for its context
+    with the policy's answer, then the judge's follow-up speaker. A second labelling rule in either
+    would give a turn to the other speaker."""
+    from types import SimpleNamespace
+
+    from full_metric.faces.training import prompt_text
+    from full_metric.rendering import Renderer
+
+    context = [f"turn {k}" for k in range(turns)]
+    plain = SimpleNamespace(chat_template=None, name_or_path="plain")
+    prompt = prompt_text(plain, context, SimpleNamespace(is_encoder_decoder=False))
+    judge = Renderer(tokenizer, "speaker", False).context_text([*context, "the answer"])
+    assert judge == f"{prompt} the answer\nA:"

@@ -10,7 +10,7 @@ import pytest
 from full_metric.files.corpus import Source
 from full_metric.files.dialog_files import DialogFileError, open_rows, source_kind
 from full_metric.files.rated_files import RatedFileError, is_fed, read_rated
-from full_metric.research.adapt import read_dialogs
+from full_metric.research.adapt_data import read_dialogs
 
 ROWS = [{"context": ["Hi!", "Hello, how are you?"], "response": "Fine.", "human": 4},
         {"context": "Do you cook?\nNot really.", "response": "Why not?", "human": 2}]

