@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from ..errors import UsageError
-from .adapt_options import OPTIONS, mix_text
+from .adapt_options import BY_NAME as BY_OPTION, OPTIONS, mix_text
 
 #: The settings ``adapt`` takes (a judge is adapted for one model, preset and rendering).
-ADAPT_SETTINGS = ("model", "gguf_file", "preset", "rendering", "device", "progress")
+ADAPT_SETTINGS = ("model", "gguf_file", "preset", "rendering", "device", "batch_size", "progress")
 
 
 class Tools(Protocol):
@@ -127,8 +127,11 @@ def _adapt_arguments(command: argparse.ArgumentParser, tools: Tools) -> None:
     command.add_argument("-o", "--output", required=True, help="the folder of the adapted judge (must not exist)")
     tools.scorer_options(command, ADAPT_SETTINGS, {
         "model": "the judge to adapt: a Hub id, a local folder or a GGUF file (default: the preset's)",
-        "preset": "the preset whose rendering (and, for complaints, follow-ups) the judge learns (default: paper)"})
+        "preset": "the preset whose rendering (and, for complaints, follow-ups) the judge learns (default: paper)",
+        "batch_size": f"{BY_OPTION['batch_size'].help} (default {BY_OPTION['batch_size'].default})"})
     for option in OPTIONS:  # each option's default, choices and meaning: research/adapt_options.py
+        if option.name in ADAPT_SETTINGS:
+            continue  # a scorer setting: its flag is the settings' (unset: adapt's default applies)
         shown = "" if option.default is None else f" (default {option.default})"
         command.add_argument("--" + option.name.replace("_", "-"), type=option.kind, default=option.default,
                              choices=option.choices, help=option.help + shown)
@@ -377,7 +380,7 @@ def _adapt(args: argparse.Namespace, tools: Tools) -> int:
     from .adapt import adapt
 
     given = {k: getattr(args, k) for k in ADAPT_SETTINGS if k != "model" and getattr(args, k) is not None}
-    options = {o.name: getattr(args, o.name) for o in OPTIONS}
+    options = {o.name: getattr(args, o.name) for o in OPTIONS if o.name not in ADAPT_SETTINGS}
     done = adapt(args.model, args.dialogs, args.output, corruption_mix=args.mix, resume=args.resume,
                  save_adapter=args.save_adapter, **options, **given)
     pairs = (f"; held-out pair accuracy {done.held_out_pair_accuracy_before:.3f} -> {done.held_out_pair_accuracy_after:.3f}"

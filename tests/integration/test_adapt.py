@@ -241,15 +241,13 @@ SPOKEN = [["A: Hi! How was your weekend?", "B: Great, I went hiking."],
           [f"turn {k} of a long one about the harbour and the boats" for k in range(40)]]
 
 
-@pytest.mark.parametrize("kind", ["causal", "seq2seq"])
-@pytest.mark.parametrize("name", list(SETTINGS))
+@pytest.mark.parametrize("kind, name", [(k, n) for n in SETTINGS for k in ("causal", "seq2seq")
+                                         if not (k == "seq2seq" and n == "smollm2")])  # a decoder-only preset
 def test_the_differentiable_score_is_the_scorers(kind, name, llama_folder, tiny_blenderbot_path):
     """The score the objective trains (FullScorer.differentiable_scores, with gradients) is
     FullScorer.score's, for every aggregation, both families, a scorer that strips speaker labels,
     contexts over max_turns and over the model's positions, and with gradients reaching the model."""
     settings = SETTINGS[name]
-    if kind == "seq2seq" and settings.get("preset") == "smollm2":
-        pytest.skip("the smollm2 preset is for decoder-only models")
     scorer = FullScorer(str(llama_folder if kind == "causal" else tiny_blenderbot_path), progress=False, **settings)
     scorer.model.zero_grad()
     ours = complaints.dialog_scores(scorer, scorer.model, SPOKEN)
@@ -277,7 +275,7 @@ def test_every_engine_gives_the_same_sums_and_gradients(kind, llama_folder, tiny
         values.sum().backward()
         results[name] = (values.detach(), model.get_input_embeddings().weight.grad.clone())
         listed = ENGINES[name].score(model, contexts, targets, scorer.pad_id)
-        assert [[v for v, _ in row] for row in listed] == pytest.approx(values.tolist(), rel=1e-6)
+        assert [v for row in listed for v, _ in row] == pytest.approx(values.flatten().tolist(), rel=1e-6)
     for name, (values, grad) in results.items():
         assert torch.allclose(values, results["oracle"][0], rtol=1e-5, atol=1e-4), name
         assert torch.allclose(grad, results["oracle"][1], rtol=1e-4, atol=1e-5), name
@@ -528,6 +526,75 @@ def test_no_pair_pits_a_reply_against_itself(seed):
                for p in pairs if p.kind in ("generic", "acknowledgement"))
 
 
+def test_an_adapter_alone_loads_on_its_base_and_scores_as_the_merged_judge(learnable, llama_folder, tmp_path):
+    """adapt --save-adapter writes the LoRA adapter alone (peft format, float16) beside the merged
+    judge; FullScorer loads the adapter folder on its base model: the merged judge's scores within
+    1e-4, a signature naming the adaptation (and differing from the base's), a small file."""
+    from safetensors.torch import load_file
+
+    done = adapt(str(llama_folder), [str(learnable)], tmp_path / "judge", objective="complaints", max_pairs=16,
+                 batch_size=4, held_out=0.05, learning_rate=5e-2, lora_rank=4, progress=False, save_adapter=True)
+    adapter = tmp_path / "judge" / "adapter"
+    assert {"adapter_config.json", "adapter_model.safetensors", "adaptation.json"} <= {p.name for p in adapter.iterdir()}
+    assert {v.dtype for v in load_file(str(adapter / "adapter_model.safetensors")).values()} == {torch.float16}
+    merged, alone, base = (FullScorer(str(p), progress=False) for p in (tmp_path / "judge", adapter, llama_folder))
+    dialogs = [["Hi! How was your weekend?"], ["Do you cook?", "Not really.", "Why not?"]], ["Great.", "I burn it."]
+    assert alone.score(*dialogs).scores == pytest.approx(merged.score(*dialogs).scores, rel=1e-4)
+    assert alone.score(*dialogs).scores != pytest.approx(base.score(*dialogs).scores, rel=1e-4)
+    assert f"+adapted:{done.digest}|" in alone.signature() and "|model:adapter@sha256:" in alone.signature()
+    assert "+adapter:sha256:" in alone.signature() and alone.signature() != base.signature()
+
+
+def test_an_adapter_on_other_weights_is_refused(learnable, llama_folder, tmp_path, tiny_models, tokenizer):
+    adapt(str(llama_folder), [str(learnable)], tmp_path / "judge", objective="complaints", max_pairs=8, batch_size=4,
+          held_out=0.05, lora_rank=4, progress=False, save_adapter=True)
+    record = json.loads((tmp_path / "judge" / "adapter" / "adaptation.json").read_text())
+    record["base_revision"] = "sha256:0000000000000000"
+    (tmp_path / "judge" / "adapter" / "adaptation.json").write_text(json.dumps(record))
+    with pytest.raises(ValueError, match="only means something on the weights it was trained on"):
+        FullScorer(str(tmp_path / "judge" / "adapter"), progress=False)
+
+
+def test_the_probe_script_runs_on_the_tiny_fixture(distinct, tiny_blenderbot_path, tmp_path):
+    """reports/smollm2-complaints/probe.py on a tiny judge and a small dialog file: every probe answer
+    has a share in [0, 1] within its interval, on the held-out dialogs adapt would hold out."""
+    import sys
+
+    from ..helpers import run_checked
+
+    repo = Path(__file__).resolve().parents[2]
+    out = tmp_path / "probe.json"
+    run_checked([sys.executable, str(repo / "reports" / "smollm2-complaints" / "probe.py"), "--judge",
+                 f"tiny={tiny_blenderbot_path}", "--source", str(distinct), "--held-out", "0.2", "--contexts", "12",
+                 "-o", str(out)], timeout=300, cwd=repo, env={"PYTHONPATH": str(repo), "HF_HUB_OFFLINE": "1",
+                                                              "PATH": "/usr/bin:/bin"})
+    record = json.loads(out.read_text())
+    rows = record["judges"]["tiny"]["answers"]
+    assert record["contexts"] == 12 and set(rows) == {"Yes.", "I don't know.", "Ok.", "repeated word", "echo",
+                                                      "other conversation", "first word"}
+    assert all(0 <= r["low"] <= r["beats_human"] <= r["high"] <= 1 and r["wins"] <= 12 for r in rows.values())
+
+
+def test_the_command_line_resumes_and_saves_the_adapter(learnable, llama_folder, tmp_path, capsys, monkeypatch):
+    """adapt --resume --checkpoint-every --schedule --save-adapter: a run killed after its 3rd step
+    (a checkpoint every step), continued by the same command, writes the judge and its adapter with
+    the schedule asked for; without --resume the checkpoint is refused (exit 2, the reason said)."""
+    out = tmp_path / "judge"
+    args = ["adapt", str(learnable), "-o", str(out), "--model", str(llama_folder), "--objective", "complaints",
+            "--max-pairs", "16", "--batch-size", "4", "--held-out", "0.05", "--lora-rank", "4", "--schedule",
+            "constant", "--checkpoint-every", "1", "--save-adapter", "--no-progress"]
+    real_step = _killed_after(3, monkeypatch)
+    with pytest.raises(KeyboardInterrupt):
+        main([*args, "--resume"])
+    monkeypatch.setattr(optimise.Run, "step", real_step)
+    assert main(args) == 2 and "repeat its command with --resume" in capsys.readouterr().err
+    assert main([*args, "--resume"]) == 0
+    record = json.loads((out / "adaptation.json").read_text())
+    assert (record["schedule"], record["steps"]) == ("constant", 4)
+    assert (out / "adapter" / "adapter_model.safetensors").is_file()
+    assert not (tmp_path / ".judge.checkpoint").exists()
+
+
 def test_the_command_line_takes_adapts_defaults_and_choices_from_one_table():
     """Every option of `full-metric adapt` left out means adapt()'s own default, and its choices are the
     ones adapt() checks: one table (research/adapt_options.py), so a default written twice cannot drift."""
@@ -537,14 +604,19 @@ def test_the_command_line_takes_adapts_defaults_and_choices_from_one_table():
     from full_metric.faces.cli import _parser as build_parser
     from full_metric.research import adapt_options
 
+    from full_metric.research.commands import ADAPT_SETTINGS
+
     parser = build_parser()
     args = parser.parse_args(["adapt", "chitchat", "-o", "judge"])
     signature = inspect.signature(adapt_module.adapt).parameters
     for option in adapt_options.OPTIONS:
-        assert getattr(args, option.name) == signature[option.name].default == option.default, option.name
+        assert signature[option.name].default == option.default, option.name
+        # a scorer setting's flag leaves it unset (None): adapt's own default applies
+        assert getattr(args, option.name) == (None if option.name in ADAPT_SETTINGS else option.default), option.name
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     actions = {a.dest: a for a in commands.choices["adapt"]._actions}
     for name, choices in (("method", adapt_module.METHODS), ("objective", adapt_module.OBJECTIVES),
                           ("autocast", adapt_module.AUTOCASTS), ("schedule", optimise.SCHEDULES)):
         assert tuple(actions[name].choices) == choices
     assert f"default {adapt_options.mix_text()}" in actions["mix"].help
+    assert f"(default {adapt_options.default('batch_size')})" in actions["batch_size"].help

@@ -329,7 +329,7 @@ def test_one_reader_one_check_one_writer():
     through the one file layer (before: two readers, three checks, three writers)."""
     package = REPO / "full_metric"
     for face, uses in {"files/corpus.py": ("open_rows(", "check_row(", "scored_records("),
-                       "research/adapt.py": ("open_rows(", "check_row("),
+                       "research/adapt_data.py": ("open_rows(", "check_row("),
                        "files/rated_files.py": ("open_rows(",),
                        "faces/app_data.py": ("table_rows(", "check_row(", "scored_records("),
                        "faces/cli.py": ("read_dialog_lines(", "scored_records(")}.items():
