@@ -39,7 +39,8 @@ def is_echo(answer: str, last_turn: str) -> bool:
         return False
     if said == heard:
         return True
-    return len(said) >= ECHO_MIN_WORDS and sum(w in set(heard) for w in said) >= ECHO_SHARE * len(said)
+    heard_words = set(heard)
+    return len(said) >= ECHO_MIN_WORDS and sum(w in heard_words for w in said) >= ECHO_SHARE * len(said)
 
 
 def answer_profile(answers: Sequence[str], contexts: Sequence[Sequence[str]] | None = None) -> dict[str, float]:

@@ -306,9 +306,7 @@ class FullScorer:
         with model_lock(self.model):
             targets = [self.renderer.target_ids(f) for f in scored]
             encoded = self.encode(dialogs, targets)
-            unique: dict[tuple[int, ...], int] = {}
-            for e in encoded:
-                unique.setdefault(e.context_ids, len(unique))
+            unique = _unique_contexts(encoded)
             values = self._batched(name, list(unique), targets, size, show)
         per_dialog = [values[unique[e.context_ids]] for e in encoded]
         counts = [len(t) for t in targets]
@@ -368,9 +366,7 @@ class FullScorer:
         targets = [self.renderer.target_ids(f) for f in (*self.follow_ups, *self.positive_follow_ups)]
         with model_lock(self.model):
             encoded = self.encode(dialogs, targets, max_context)
-        unique: dict[tuple[int, ...], int] = {}
-        for e in encoded:
-            unique.setdefault(e.context_ids, len(unique))
+        unique = _unique_contexts(encoded)
         sums = ENGINES[self.engine].sums(inner, list(unique), targets, self.pad_id)
         rows = sums[[unique[e.context_ids] for e in encoded]]
         return aggregate_tensor(rows, [len(t) for t in targets], self.aggregation, len(self.positive_follow_ups))
@@ -381,3 +377,11 @@ class FullScorer:
         """The engine ``name``'s log-likelihoods of every context, in batches (:func:`batching.score_in_batches`)."""
         return score_in_batches(ENGINES[name], self.model, contexts, targets, self.pad_id,
                                 self.loaded.is_encoder_decoder, batch_size, self.max_batch_tokens, show)
+
+
+def _unique_contexts(encoded: Sequence[EncodedDialog]) -> dict[tuple[int, ...], int]:
+    """Each distinct context's ids -> its row: a context shared by several responses is scored once."""
+    unique: dict[tuple[int, ...], int] = {}
+    for e in encoded:
+        unique.setdefault(e.context_ids, len(unique))
+    return unique
