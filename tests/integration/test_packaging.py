@@ -22,6 +22,8 @@ from make_space import make_space  # noqa: E402
 
 CONTEXTS = [["Hi!", "How was your weekend?"], ["Do you like cooking?"]]
 RESPONSES = ["It was great, I went hiking.", "The capital of Australia is Canberra."]
+#: The shipped judge's files (issue 37): the adapter, its config, its adaptation record and its card.
+SHIPPED_JUDGE = ("adapter_model.safetensors", "adapter_config.json", "adaptation.json", "README.md")
 
 
 def _run(argv: list[str], timeout: int, **kwargs) -> subprocess.CompletedProcess:
@@ -47,6 +49,7 @@ def test_the_space_holds_what_the_hub_needs_and_names_itself(space):
             "full_metric/__init__.py", "full_metric/research/study.py", "docs/app.png"} <= files
     assert not any(f.startswith(("tests/", ".venv", ".git/", "judges/")) or "__pycache__" in f for f in files)
     assert {"LICENSE", "CITATION.cff", "benchmarks/bench.py", "examples/dialogs.jsonl"} <= files  # what the card links
+    assert {f"full_metric/judges/smollm2-complaints/{name}" for name in SHIPPED_JUDGE} <= files
     assert (space / "README.md").read_text(encoding="utf-8").startswith("---\ntitle: FULL\n")
     requirements = [line for line in (space / "requirements.txt").read_text().splitlines() if not line.startswith("#")]
     assert requirements == ["full-metric[app,evaluate,gguf] @ git+https://huggingface.co/spaces/alice/full"]
@@ -76,6 +79,7 @@ def test_the_space_builds_installs_and_scores_in_a_fresh_environment(space, tmp_
 
     with zipfile.ZipFile(next(dist.glob("*.whl"))) as whl:
         assert any(n.endswith(".dist-info/licenses/LICENSE") for n in whl.namelist()), whl.namelist()
+        assert {f"full_metric/judges/smollm2-complaints/{name}" for name in SHIPPED_JUDGE} <= set(whl.namelist())
     with tarfile.open(next(dist.glob("*.tar.gz"))) as sdist:
         assert f"full_metric-{__version__}/LICENSE" in sdist.getnames()
 

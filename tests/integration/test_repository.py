@@ -10,9 +10,13 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 LIMIT = 2_000_000
-#: Tracked files allowed over the limit: none today. A tiny test fixture that must grow past it
-#: goes here, with a comment saying why it cannot be built in the test run instead.
-ALLOWED: set[str] = set()
+#: Tracked files allowed over the limit. A tiny test fixture that must grow past it goes here, with a
+#: comment saying why it cannot be built in the test run instead.
+ALLOWED: set[str] = {
+    # the judge the package ships (issue 37): a LoRA adapter in float16 (its own bound, 10 MB, in
+    # test_packaged_judge.py); made by hours of training (reports/smollm2-complaints/reproduce.sh)
+    "full_metric/judges/smollm2-complaints/adapter_model.safetensors",
+}
 
 
 def _tracked() -> list[str]:
