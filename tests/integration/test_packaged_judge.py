@@ -125,3 +125,18 @@ def test_the_docs_probe_table_is_the_probes_record():
     assert f"an echo in {share('shipped', 'echo')} ({share('base', 'echo')})" in readme
     assert (f"another conversation still in {share('shipped', 'other conversation')} "
             f"({share('base', 'other conversation')})") in readme
+
+
+def test_the_docs_agreement_rows_are_the_reports():
+    """docs/training.md's agreement rows are rows of the report make_report.py wrote, verbatim."""
+    root = FOLDER.parents[2]
+    report = (root / "reports" / "smollm2-complaints" / "report.md").read_text(encoding="utf-8").splitlines()
+    docs = (root / "docs" / "training.md").read_text(encoding="utf-8")
+    block = docs.split("<!-- agreement: reports/smollm2-complaints/report.md -->\n")[1].split("\n<!-- end")[0]
+    rows = block.splitlines()[2:]
+    assert len(rows) == 6 and all(row in report for row in rows)
+    readme = " ".join((root / "README.md").read_text(encoding="utf-8").split())
+    fed = next(r for r in rows if r.startswith("| fed_data | turn | Spearman, pooled |")).split(" | ")
+    low, high = fed[5].split("[")[1].rstrip("] |").split(", ")
+    assert (f"FED turn level rises from {float(fed[3]):.2f} to {float(fed[4]):.2f} (paired interval {float(low):+.2f} to "
+            f"{float(high):+.2f})") in readme
