@@ -70,7 +70,8 @@ def test_the_shipped_judge_loads_offline_by_name_and_is_its_adapter_on_the_base(
 def test_the_shipping_rule_takes_the_best_held_out_accuracy_whose_lm_loss_did_not_rise():
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("ship", FOLDER.parents[2] / "reports" / "smollm2-complaints" / "ship.py")
+    script = FOLDER.parents[2] / "reports" / "smollm2-complaints" / "ship.py"
+    spec = importlib.util.spec_from_file_location("ship", script)
     ship = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ship)
 
@@ -93,7 +94,8 @@ def test_the_bar_is_met_only_when_both_parts_are_measured_and_hold():
     report = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(report)
     assert report.verdict(0.15, []).startswith("**met**")
-    assert report.verdict(0.16, None).startswith("**not met**") and "agreement with people not" in report.verdict(0.16, None)
+    partial = report.verdict(0.16, None)
+    assert partial.startswith("**not met**") and "agreement with people not measured yet" in partial
     assert report.verdict(0.10, ["fed turn spearman"]).startswith("**not met**: worse than the base")
     assert report.verdict(0.10, None) == "not decided yet: agreement with people"
     assert report.verdict(None, []) == "not decided yet: the gaming probe"
@@ -120,8 +122,8 @@ def test_the_docs_probe_table_is_the_probes_record():
     def share(judge: str, answer: str) -> str:
         return f"{probe['judges'][judge]['answers'][answer]['beats_human']:.0%}"
 
-    assert f'"Yes." beats the human\'s next turn in {share("shipped", "Yes.")} of them (base: {share("base", "Yes.")})' \
-        in readme
+    yes = f'"Yes." beats the human\'s next turn in {share("shipped", "Yes.")} of them (base: {share("base", "Yes.")})'
+    assert yes in readme
     assert f"an echo in {share('shipped', 'echo')} ({share('base', 'echo')})" in readme
     assert (f"another conversation still in {share('shipped', 'other conversation')} "
             f"({share('base', 'other conversation')})") in readme
@@ -138,5 +140,5 @@ def test_the_docs_agreement_rows_are_the_reports():
     readme = " ".join((root / "README.md").read_text(encoding="utf-8").split())
     fed = next(r for r in rows if r.startswith("| fed_data | turn | Spearman, pooled |")).split(" | ")
     low, high = fed[5].split("[")[1].rstrip("] |").split(", ")
-    assert (f"FED turn level rises from {float(fed[3]):.2f} to {float(fed[4]):.2f} (paired interval {float(low):+.2f} to "
-            f"{float(high):+.2f})") in readme
+    assert (f"FED turn level rises from {float(fed[3]):.2f} to {float(fed[4]):.2f} "
+            f"(paired interval {float(low):+.2f} to {float(high):+.2f})") in readme
