@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,17 @@ CONTEXTS = [["Hi! How was your weekend?"], ["Do you cook?", "Not really.", "Why 
 RESPONSES = ["Great, I went to the lake with friends.", "Yes.", "Window window window."]
 #: The size bound of what the package may carry (issue 37).
 MAX_BYTES = 10_000_000
+
+
+def _report_script(name: str) -> Any:
+    """A script of reports/smollm2-complaints, imported as a module."""
+    import importlib.util
+
+    script = FOLDER.parents[2] / "reports" / "smollm2-complaints" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_the_shipped_adapter_is_small_and_carries_its_card():
@@ -68,12 +80,7 @@ def test_the_shipped_judge_loads_offline_by_name_and_is_its_adapter_on_the_base(
 
 
 def test_the_shipping_rule_takes_the_best_held_out_accuracy_whose_lm_loss_did_not_rise():
-    import importlib.util
-
-    script = FOLDER.parents[2] / "reports" / "smollm2-complaints" / "ship.py"
-    spec = importlib.util.spec_from_file_location("ship", script)
-    ship = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ship)
+    ship = _report_script("ship")
 
     def record(accuracy: float, before: float, after: float) -> dict:
         return {"held_out_pair_accuracy_after": accuracy, "held_out_loss_before": before, "held_out_loss_after": after}
@@ -87,12 +94,7 @@ def test_the_shipping_rule_takes_the_best_held_out_accuracy_whose_lm_loss_did_no
 
 def test_the_bar_is_met_only_when_both_parts_are_measured_and_hold():
     """make_report's verdict on issue 37's bar: one failed part decides it, whatever is still missing."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("make_report", FOLDER.parents[2] / "reports" / "smollm2-complaints"
-                                                  / "make_report.py")
-    report = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(report)
+    report = _report_script("make_report")
     assert report.verdict(0.15, []).startswith("**met**")
     partial = report.verdict(0.16, None)
     assert partial.startswith("**not met**") and "agreement with people not measured yet" in partial
