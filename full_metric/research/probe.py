@@ -76,3 +76,16 @@ def gaming_probe(score: Callable[[Sequence[Sequence[str]], Sequence[str]], list[
         interval = binomtest(wins, len(human)).proportion_ci(0.95, method="wilson")
         rows.append(ProbeRow(name, wins, len(human), interval.low, interval.high, sum(scores) / len(scores)))
     return rows
+
+
+def markdown_table(record: dict) -> str:
+    """A probe record's Markdown table (what ``reports/smollm2-complaints/probe.py`` writes as JSON): a
+    row per answer, a column per judge, each cell the share of contexts it beats the human [95%]."""
+    names = list(record["judges"])
+    lines = ["| answer | " + " | ".join(f"{n}: beats the human [95%]" for n in names) + " |",
+             "|---|" + "---|" * len(names)]
+    for answer in record["judges"][names[0]]["answers"]:
+        cells = [record["judges"][n]["answers"][answer] for n in names]
+        lines.append(f"| {answer} | " + " | ".join(
+            f"{c['beats_human']:.0%} [{c['low']:.0%}, {c['high']:.0%}]" for c in cells) + " |")
+    return "\n".join(lines)

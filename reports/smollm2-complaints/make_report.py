@@ -16,6 +16,7 @@ from typing import Any
 
 from full_metric.research.agreement import markdown
 from full_metric.research.paired import compare_judges
+from full_metric.research.probe import markdown_table
 
 HERE = Path(__file__).resolve().parent
 CARD = HERE.parents[1] / "full_metric" / "judges" / "smollm2-complaints" / "README.md"
@@ -52,16 +53,9 @@ def seeds_section(chosen: dict, wall: dict) -> str:
 
 def probe_section(probe: dict) -> tuple[str, float | None]:
     """The probe's table, and the shipped judge's largest share of contexts where a gamed answer wins."""
-    names = list(probe["judges"])
-    lines = ["| answer | " + " | ".join(f"{n}: beats the human [95%]" for n in names) + " |",
-             "|---|" + "---|" * len(names)]
-    for answer in probe["judges"][names[0]]["answers"]:
-        cells = [probe["judges"][n]["answers"][answer] for n in names]
-        lines.append(f"| {answer} | " + " | ".join(
-            f"{c['beats_human']:.0%} [{c['low']:.0%}, {c['high']:.0%}]" for c in cells) + " |")
     shipped = probe["judges"].get("shipped")
     worst = max(a["beats_human"] for a in shipped["answers"].values()) if shipped else None
-    return "\n".join(lines), worst
+    return markdown_table(probe), worst
 
 
 def agreement_section(data_folder: str) -> tuple[str, list[str] | None, list[str]]:

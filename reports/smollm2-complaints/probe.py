@@ -18,7 +18,7 @@ from pathlib import Path
 
 from full_metric import FullScorer
 from full_metric.research.adapt_data import held_out_dialogs
-from full_metric.research.probe import cut_dialogs, gaming_probe
+from full_metric.research.probe import cut_dialogs, gaming_probe, markdown_table
 
 
 def main() -> None:
@@ -41,13 +41,7 @@ def main() -> None:
             r.answer: {"beats_human": r.rate, "low": r.low, "high": r.high, "wins": r.wins, "mean": r.mean_score}
             for r in rows}}
     Path(args.output).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    names = list(record["judges"])
-    print("| answer | " + " | ".join(f"{n}: beats the human [95%]" for n in names) + " |")
-    print("|---|" + "---|" * len(names))
-    for answer in record["judges"][names[0]]["answers"]:
-        cells = [record["judges"][n]["answers"][answer] for n in names]
-        print(f"| {answer} | " + " | ".join(f"{c['beats_human']:.0%} [{c['low']:.0%}, {c['high']:.0%}]" for c in cells)
-              + " |")
+    print(markdown_table(record))
 
 
 if __name__ == "__main__":
