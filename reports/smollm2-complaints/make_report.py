@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from full_metric.answers import words
 from full_metric.research.agreement import markdown
 from full_metric.research.paired import compare_judges
 from full_metric.research.probe import markdown_table
@@ -28,6 +30,8 @@ LOWER_IS_BETTER = {"generic reply beats the human answer"}
 #: The profile's shares in the GRPO tables, by their record's key.
 PROFILE = {"generic_share": "generic", "short_share": "short (<= 3 words)", "echo_share": "echo of the last turn",
            "repetitive_share": "repetitive"}
+#: The GRPO runs of reproduce.sh, by the name of their record (grpo-NAME.json).
+RUNS = ("base", "shipped", "base-lr5e-5", "shipped-lr5e-5")
 
 
 def _load(name: str) -> Any:
@@ -82,28 +86,51 @@ def agreement_section(data_folder: str) -> tuple[str, list[str] | None, list[str
     return text, worse, commands
 
 
+def label(run: dict) -> str:
+    """A GRPO run as the report names it: its judge and learning rate."""
+    return f"{run['settings']['judge']}, lr {run['settings']['learning_rate']:.0e}".replace("e-0", "e-")
+
+
 def grpo_section(runs: dict[str, dict], cross: dict | None) -> str:
     lines = ["| trained against | when | FULL (its judge) [95%] | mean words | "
              + " | ".join(PROFILE.values()) + " |", "|---|---|---|---|" + "---|" * len(PROFILE)]
-    for name, run in runs.items():
+    for run in runs.values():
         for when in ("before", "after"):
             m = run[when]
-            lines.append(f"| {name} | {when} | {m['full']:.2f} [{m['full_ci_low']:.2f}, {m['full_ci_high']:.2f}] | "
+            lines.append(f"| {label(run)} | {when} | "
+                         f"{m['full']:.2f} [{m['full_ci_low']:.2f}, {m['full_ci_high']:.2f}] | "
                          f"{m['mean_words']:.1f} | " + " | ".join(f"{m.get(k, float('nan')):.0%}" for k in PROFILE)
                          + " |")
     text = "\n".join(lines)
     if cross:
-        rows = ["| policy | scored by | before [95%] | after [95%] |", "|---|---|---|---|"]
-        for trained, by_judge in cross.items():
+        rows = ["| policy trained against | scored by | before [95%] | after [95%] |", "|---|---|---|---|"]
+        for name, by_judge in cross.items():
             for judge, m in by_judge.items():
-                rows.append(f"| {trained} | {judge} | " + " | ".join(
+                rows.append(f"| {label(runs[name])} | {judge} | " + " | ".join(
                     f"{m[w]['full']:.2f} [{m[w]['full_ci_low']:.2f}, {m[w]['full_ci_high']:.2f}]"
                     for w in ("before", "after")) + " |")
         text += "\n\nEach policy's answers scored by both judges (the same 64 contexts):\n\n" + "\n".join(rows)
     examples = []
-    for name, run in runs.items():
-        examples += [f"- against {name}, after: " + "; ".join(f"\"{a}\"" for a in run["after"]["answers"][:4])]
-    return text + "\n\nThe first answers after training:\n\n" + "\n".join(examples)
+    for run in runs.values():
+        examples += [f"- against {label(run)}, after: " + "; ".join(f"\"{a}\"" for a in run["after"]["answers"][:4])]
+    return (text + "\n\nDoes a policy drift toward \"Yes.\"? The share of answers that are \"Yes.\" (compared "
+            "lower-cased, punctuation left out) and the most frequent answers, before -> after:\n\n"
+            + "\n".join(drift_line(label(run), run) for run in runs.values())
+            + "\n\nThe first answers after training:\n\n" + "\n".join(examples))
+
+
+def yes_share(answers: list[str]) -> float:
+    """The share of ``answers`` that are "Yes." (compared as their words, lower-cased)."""
+    return sum(words(a) == ["yes"] for a in answers) / max(len(answers), 1)
+
+
+def drift_line(name: str, run: dict) -> str:
+    """One run's drift: its share of "Yes." answers before and after, and its three most frequent answers
+    after training (answers compared as their words, lower-cased)."""
+    after = [" ".join(words(a)) for a in run["after"]["answers"]]
+    common = ", ".join(f"\"{a}\" ({n} of {len(after)})" for a, n in Counter(after).most_common(3))
+    return (f"- against {name}: \"Yes.\" {yes_share(run['before']['answers']):.0%} -> "
+            f"{yes_share(run['after']['answers']):.0%}; most frequent after: {common}")
 
 
 def plot_curves(runs: dict[str, dict]) -> None:
@@ -112,15 +139,18 @@ def plot_curves(runs: dict[str, dict]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(1, len(runs), figsize=(5 * len(runs), 3.2), squeeze=False)
-    for axis, (name, run) in zip(axes[0], runs.items()):
+    rows = (len(runs) + 1) // 2
+    figure, axes = plt.subplots(rows, 2, figsize=(10, 3.2 * rows), squeeze=False)
+    for axis in axes.flat[len(runs):]:
+        axis.set_visible(False)
+    for axis, run in zip(axes.flat, runs.values()):
         steps = [(row["step"], row["reward"]) for row in run["history"] if "reward" in row]
         axis.plot(*zip(*steps), lw=0.8, label="mean reward of the step")
         window = 10
         if len(steps) >= window:
             smooth = [sum(r for _, r in steps[i - window:i]) / window for i in range(window, len(steps) + 1)]
             axis.plot([s for s, _ in steps[window - 1:]], smooth, lw=2, label=f"mean of {window} steps")
-        axis.set(title=f"GRPO against {name}", xlabel="step", ylabel="FULL (its judge)")
+        axis.set(title=f"GRPO against {label(run)}", xlabel="step", ylabel="FULL (its judge)")
         axis.legend(fontsize=7)
     figure.tight_layout()
     figure.savefig(HERE / "curves.png", dpi=110)
@@ -159,14 +189,13 @@ def verdict(worst: float | None, worse: list[str] | None) -> str:
 def main(data_folder: str = "../shared/data") -> None:
     chosen, probe, cross, wall = _load("chosen.json"), _load("probe.json"), _load("cross.json"), _load("wall.json") or {}
     record = json.loads((HERE / f"adaptation-s{chosen['seed']}.json").read_text())
-    runs = {name: run for name in ("base", "shipped") if (run := _load(f"grpo-{name}.json"))}
+    runs = {name: run for name in RUNS if (run := _load(f"grpo-{name}.json"))}
     probe_text, worst = probe_section(probe) if probe else ("", None)
     agreement_text, worse, commands = agreement_section(data_folder)
     if runs:
         plot_curves(runs)
     missing = [name for name, done in (("the gaming probe", probe), ("agreement with people", agreement_text),
-                                       ("GRPO against the base judge", "base" in runs),
-                                       ("GRPO against the shipped judge", "shipped" in runs),
+                                       *((f"the GRPO run {name}", name in runs) for name in RUNS),
                                        ("cross scoring", cross)) if not done]
     settings = ", ".join(f"{k} {record[k]}" for k in ("pairs", "batch_size", "max_length", "learning_rate", "schedule",
                                                       "warmup_steps", "lora_rank", "margin", "lm_weight", "autocast")
@@ -211,9 +240,12 @@ human's real next turn, with Wilson 95% intervals (`reports/smollm2-complaints/p
 ## 3b. GRPO with FULL as the only reward
 
 TRL `GRPOTrainer`, the base SmolLM2 as the policy, 100 steps of 2 prompts x 4 completions, at most 24
-new tokens, learning rate 5e-6, no KL term, no guard, seed 0; the same prompts (contexts cut from the
-judges' training dialogs) for both judges; measured (greedy answers) before and after on 64 of the
-probe's held-out contexts. Curves: `curves.png`.
+new tokens, no KL term, no guard, seed 0; the same prompts (contexts cut from the judges' training
+dialogs) for both judges; measured (greedy answers) before and after on 64 of the probe's held-out
+contexts. Each judge at the example's learning rate (5e-6) and at ten times it (5e-5), where 100 steps
+move the policy further. Curves: `curves.png`. Wall times in `wall.json` count the parts of a run that
+ran to their end (the runs at 5e-6 were stopped with their sessions and resumed from checkpoints, so
+theirs count only the last part; the runs shared the 2 cores).
 
 {grpo_section(runs, cross) if runs else "Not run yet."}
 
@@ -226,11 +258,12 @@ probe's held-out contexts. Curves: `curves.png`.
 {chr(10).join(commands)}
 """
     (HERE / "report.md").write_text(text, encoding="utf-8")
-    write_card(record, chosen, probe, worst, worse)
+    write_card(record, chosen, probe, worst, worse, runs)
     print(text)
 
 
-def write_card(record: dict, chosen: dict, probe: dict | None, worst: float | None, worse: list[str] | None) -> None:
+def write_card(record: dict, chosen: dict, probe: dict | None, worst: float | None, worse: list[str] | None,
+               runs: dict[str, dict]) -> None:
     """The shipped judge's card: what it is, how it was made, its figures, its licences."""
     seeds = ", ".join(f"seed {s}: {r['held_out_pair_accuracy_after']:.3f}" for s, r in sorted(chosen["seeds"].items()))
     probe_lines = ""
@@ -240,6 +273,15 @@ def write_card(record: dict, chosen: dict, probe: dict | None, worst: float | No
                                 for a in shipped)
         probe_lines = ("\nShare of held-out contexts where an answer beats the human's real next turn:\n\n"
                        "| answer | smollm2-gguf | smollm2-complaints |\n|---|---|---|\n" + probe_lines + "\n")
+    grpo_lines = ""
+    if runs:
+        grpo_lines = ("\nGRPO with FULL as the only reward (100 steps, no KL term, no guard), the policy's greedy "
+                      "answers on 64 held-out contexts, before -> after:\n\n")
+        for run in runs.values():
+            before, after = run["before"], run["after"]
+            shares = ", ".join(f"{kind} {before[k]:.0%} -> {after[k]:.0%}" for k, kind in PROFILE.items())
+            grpo_lines += (f"- against {label(run)}: {shares}; \"Yes.\" {yes_share(before['answers']):.0%} -> "
+                           f"{yes_share(after['answers']):.0%}\n")
     CARD.write_text(f"""---
 license: apache-2.0
 library_name: peft
@@ -263,7 +305,7 @@ by name, offline: `FullScorer("smollm2-complaints")`, `full_reward(model="smollm
   schedule), batch {record['batch_size']}, contexts cut to {record['max_length']} tokens, FULL's paper preset.
 - Seeds: {seeds} (held-out pair accuracy; before training {record['held_out_pair_accuracy_before']:.3f});
   shipped: seed {chosen['seed']}, by a rule fixed before the runs. Adaptation digest `{record['digest']}`.
-{probe_lines}
+{probe_lines}{grpo_lines}
 Against the bar of issue 37 (no gamed answer beating the human in more than {GAMED_SHARE_BAR:.0%} of contexts,
 worse than the base beyond its interval on no agreement measure): {verdict(worst, worse)}.
 {guard_needed(probe)}

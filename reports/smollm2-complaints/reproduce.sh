@@ -46,15 +46,18 @@ OTHER=$((1 - SHIPPED))
     "$DATA/usr-topicalchat.jsonl" "$DATA/usr-personachat.jsonl" --model smollm2-complaints --presets paper \
     --replies "Yes." "I don't know." --no-progress -o "$OUT/shipped"
 # GRPO: the policy is the base SmolLM2 (de-quantized), trained on contexts of the judges' training dialogs
-# and measured on 64 of the held-out contexts the probe uses; the same seed and prompts for both judges
+# and measured on 64 of the held-out contexts the probe uses; the same seed and prompts for both judges.
+# At the example's learning rate (5e-6) and again at ten times it (5e-5, runs named *-lr5e-5), where
+# 100 steps move the policy further.
 python "$OUT/prompts.py" --train 200 -o runs/smollm2-complaints
-for name in base shipped; do
-  judge=smollm2-gguf; [ "$name" = shipped ] && judge=smollm2-complaints
+for name in base shipped base-lr5e-5 shipped-lr5e-5; do
+  judge=smollm2-gguf; [ "${name%%-lr*}" = shipped ] && judge=smollm2-complaints
+  lr=5e-6; [ "$name" != "${name%-lr5e-5}" ] && lr=5e-5
   [ -s "$OUT/grpo-$name.json" ] && continue
   timed "grpo $name" python examples/grpo_with_full.py --policy "$(dirname "$GGUF")" --policy-gguf-file \
       "$(basename "$GGUF")" --judge "$judge" --prompts runs/smollm2-complaints/train.jsonl \
       --held-out-prompts runs/smollm2-complaints/held.jsonl --held-out 64 --steps 100 --num-generations 4 \
-      --prompts-per-step 2 --max-completion-length 24 --learning-rate 5e-6 --seed 0 --save-steps 10 --resume \
+      --prompts-per-step 2 --max-completion-length 24 --learning-rate "$lr" --seed 0 --save-steps 10 --resume \
       --output-dir "runs/smollm2-complaints-grpo-$name" 2> "runs/smollm2-complaints-grpo-$name.log" \
       | tail -1 > "$OUT/grpo-$name.json.partial"
   mv "$OUT/grpo-$name.json.partial" "$OUT/grpo-$name.json"

@@ -103,6 +103,17 @@ def test_the_bar_is_met_only_when_both_parts_are_measured_and_hold():
     assert report.verdict(None, []) == "not decided yet: the gaming probe"
 
 
+def test_the_grpo_drift_counts_yes_however_written_and_only_yes():
+    """make_report's "drift toward Yes." line: "Yes", "yes." and "YES!" are one answer, "Yes, I do." is
+    another; the most frequent answers are counted over every answer after training."""
+    report = _report_script("make_report")
+    after = ["Yes", "yes.", "YES!", "Yes, I do.", "No."]
+    assert report.yes_share(after) == 0.6 and report.yes_share([]) == 0.0
+    line = report.drift_line("base", {"before": {"answers": ["Sure, why not?", "No."]}, "after": {"answers": after}})
+    assert line == ('- against base: "Yes." 0% -> 60%; most frequent after: '
+                    '"yes" (3 of 5), "yes i do" (1 of 5), "no" (1 of 5)')
+
+
 def test_the_docs_probe_table_is_the_probes_record():
     """docs/training.md's table of the gaming probe carries reports/smollm2-complaints/probe.json's
     figures, row by row, for both judges (written from the record, never by hand)."""
