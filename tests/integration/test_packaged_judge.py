@@ -79,6 +79,29 @@ def test_the_shipped_judge_loads_offline_by_name_and_is_its_adapter_on_the_base(
     assert reward(prompts=prompts, completions=completions) == pytest.approx(scores, rel=1e-5)
 
 
+@pytest.mark.slow
+def test_cross_scoring_scores_every_runs_answers_by_both_judges(smollm2_gguf, monkeypatch, tmp_path):
+    """cross_score.py as reproduce.sh runs it, on two runs of three answers: every run's answers before
+    and after, by both judges; the same answers get the same summary whichever run gave them."""
+    monkeypatch.syspath_prepend(str(FOLDER.parents[2] / "reports" / "smollm2-complaints"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    cross = _report_script("cross_score")
+    for name, after in (("one", RESPONSES), ("two", RESPONSES[::-1])):
+        run = {"contexts": CONTEXTS, "before": {"answers": RESPONSES}, "after": {"answers": after}}
+        (tmp_path / f"grpo-{name}.json").write_text(json.dumps(run))
+    monkeypatch.setattr(cross, "HERE", tmp_path)
+    monkeypatch.setattr(cross, "RUNS", ("one", "two"))
+    cross.main()
+    record = json.loads((tmp_path / "cross.json").read_text())
+    assert set(record) == {"one", "two"}
+    for run in record.values():
+        assert list(run) == ["smollm2-gguf", "smollm2-complaints"]
+        assert all(m[when]["full_n"] == 3 for m in run.values() for when in ("before", "after"))
+    assert all(m["before"] == m["after"] for m in record["one"].values())  # run one's answers did not change
+    assert record["one"]["smollm2-gguf"]["before"] == record["two"]["smollm2-gguf"]["before"]
+    assert record["one"]["smollm2-gguf"]["before"]["full"] != record["one"]["smollm2-complaints"]["before"]["full"]
+
+
 def test_the_shipping_rule_takes_the_best_held_out_accuracy_whose_lm_loss_did_not_rise():
     ship = _report_script("ship")
 
