@@ -93,14 +93,14 @@ def label(run: dict) -> str:
 
 def grpo_section(runs: dict[str, dict], cross: dict | None) -> str:
     lines = ["| trained against | when | FULL (its judge) [95%] | mean words | "
-             + " | ".join(PROFILE.values()) + " |", "|---|---|---|---|" + "---|" * len(PROFILE)]
+             + " | ".join(PROFILE.values()) + " | distinct |", "|---|---|---|---|" + "---|" * (len(PROFILE) + 1)]
     for run in runs.values():
         for when in ("before", "after"):
             m = run[when]
             lines.append(f"| {label(run)} | {when} | "
                          f"{m['full']:.2f} [{m['full_ci_low']:.2f}, {m['full_ci_high']:.2f}] | "
                          f"{m['mean_words']:.1f} | " + " | ".join(f"{m.get(k, float('nan')):.0%}" for k in PROFILE)
-                         + " |")
+                         + f" | {distinct_share(m['answers']):.0%} |")
     text = "\n".join(lines)
     if cross:
         rows = ["| policy trained against | scored by | before [95%] | after [95%] |", "|---|---|---|---|"]
@@ -113,8 +113,10 @@ def grpo_section(runs: dict[str, dict], cross: dict | None) -> str:
     examples = []
     for run in runs.values():
         examples += [f"- against {label(run)}, after: " + "; ".join(f"\"{a}\"" for a in run["after"]["answers"][:4])]
-    return (text + "\n\nDoes a policy drift toward \"Yes.\"? The share of answers that are \"Yes.\" (compared "
-            "lower-cased, punctuation left out) and the most frequent answers, before -> after:\n\n"
+    return (text + "\n\nDoes a policy drift toward \"Yes.\"? The share of answers that are \"Yes.\", before -> "
+            "after, and the most frequent answers after training (answers counted by their words, lower-cased, "
+            "punctuation left out, each shown as the first one so counted: answers without a word, such as a row "
+            "of emoji, count together; \"distinct\" above counts the same way):\n\n"
             + "\n".join(drift_line(label(run), run) for run in runs.values())
             + "\n\nThe first answers after training:\n\n" + "\n".join(examples))
 
@@ -124,13 +126,23 @@ def yes_share(answers: list[str]) -> float:
     return sum(words(a) == ["yes"] for a in answers) / max(len(answers), 1)
 
 
+def distinct_share(answers: list[str]) -> float:
+    """The share of distinct answers among ``answers`` (compared as their words, lower-cased; answers
+    without a word, such as a row of emoji, count as one)."""
+    return len({tuple(words(a)) for a in answers}) / max(len(answers), 1)
+
+
 def drift_line(name: str, run: dict) -> str:
     """One run's drift: its share of "Yes." answers before and after, and its three most frequent answers
-    after training (answers compared as their words, lower-cased)."""
-    after = [" ".join(words(a)) for a in run["after"]["answers"]]
-    common = ", ".join(f"\"{a}\" ({n} of {len(after)})" for a, n in Counter(after).most_common(3))
+    after training (counted as their words, lower-cased; each shown as the first answer so counted)."""
+    after = run["after"]["answers"]
+    first: dict[tuple[str, ...], str] = {}
+    for answer in after:
+        first.setdefault(tuple(words(answer)), answer)
+    counts = Counter(tuple(words(a)) for a in after)
+    common = ", ".join(f"\"{first[key]}\" ({n} of {len(after)})" for key, n in counts.most_common(3))
     return (f"- against {name}: \"Yes.\" {yes_share(run['before']['answers']):.0%} -> "
-            f"{yes_share(run['after']['answers']):.0%}; most frequent after: {common}")
+            f"{yes_share(after):.0%}; most frequent after: {common}")
 
 
 def plot_curves(runs: dict[str, dict]) -> None:
@@ -280,8 +292,10 @@ def write_card(record: dict, chosen: dict, probe: dict | None, worst: float | No
         for run in runs.values():
             before, after = run["before"], run["after"]
             shares = ", ".join(f"{kind} {before[k]:.0%} -> {after[k]:.0%}" for k, kind in PROFILE.items())
-            grpo_lines += (f"- against {label(run)}: {shares}; \"Yes.\" {yes_share(before['answers']):.0%} -> "
-                           f"{yes_share(after['answers']):.0%}\n")
+            grpo_lines += (f"- against {label(run)}: {shares}, distinct {distinct_share(before['answers']):.0%} -> "
+                           f"{distinct_share(after['answers']):.0%}\n")
+        grpo_lines += ("\nWhere each policy drifted (its \"Yes.\" answers before -> after, its most frequent answers "
+                       "after):\n\n" + "\n".join(drift_line(label(run), run) for run in runs.values()) + "\n")
     CARD.write_text(f"""---
 license: apache-2.0
 library_name: peft

@@ -31,6 +31,12 @@ def _report_script(name: str) -> Any:
     return module
 
 
+def _docs_block(marker: str) -> list[str]:
+    """The lines of docs/training.md between ``<!-- MARKER -->`` and the next ``<!-- end`` line."""
+    docs = (FOLDER.parents[2] / "docs" / "training.md").read_text(encoding="utf-8")
+    return docs.split(f"<!-- {marker} -->\n")[1].split("\n<!-- end")[0].splitlines()
+
+
 def test_the_shipped_adapter_is_small_and_carries_its_card():
     weights = FOLDER / "adapter_model.safetensors"
     assert weights.is_file() and weights.stat().st_size <= MAX_BYTES
@@ -128,22 +134,22 @@ def test_the_bar_is_met_only_when_both_parts_are_measured_and_hold():
 
 def test_the_grpo_drift_counts_yes_however_written_and_only_yes():
     """make_report's "drift toward Yes." line: "Yes", "yes." and "YES!" are one answer, "Yes, I do." is
-    another; the most frequent answers are counted over every answer after training."""
+    another; the most frequent answers are counted over every answer after training, each shown as the
+    first answer so counted; answers without a word (emoji) count as one distinct answer."""
     report = _report_script("make_report")
     after = ["Yes", "yes.", "YES!", "Yes, I do.", "No."]
     assert report.yes_share(after) == 0.6 and report.yes_share([]) == 0.0
+    assert report.distinct_share(after) == 0.6 and report.distinct_share(["😉😉", "💖", "Hi"]) == 2 / 3
     line = report.drift_line("base", {"before": {"answers": ["Sure, why not?", "No."]}, "after": {"answers": after}})
     assert line == ('- against base: "Yes." 0% -> 60%; most frequent after: '
-                    '"yes" (3 of 5), "yes i do" (1 of 5), "no" (1 of 5)')
+                    '"Yes" (3 of 5), "Yes, I do." (1 of 5), "No." (1 of 5)')
 
 
 def test_the_docs_probe_table_is_the_probes_record():
     """docs/training.md's table of the gaming probe carries reports/smollm2-complaints/probe.json's
     figures, row by row, for both judges (written from the record, never by hand)."""
     probe = json.loads((FOLDER.parents[2] / "reports" / "smollm2-complaints" / "probe.json").read_text())
-    docs = (FOLDER.parents[2] / "docs" / "training.md").read_text(encoding="utf-8")
-    block = docs.split("<!-- probe: reports/smollm2-complaints/probe.json -->\n")[1].split("\n<!-- end")[0]
-    rows = [line.split(" | ")[1:] for line in block.splitlines()[2:]]
+    rows = [line.split(" | ")[1:] for line in _docs_block("probe: reports/smollm2-complaints/probe.json")[2:]]
     answers = list(probe["judges"]["base"]["answers"])
     assert len(rows) == len(answers) == 7
 
@@ -169,12 +175,23 @@ def test_the_docs_agreement_rows_are_the_reports():
     """docs/training.md's agreement rows are rows of the report make_report.py wrote, verbatim."""
     root = FOLDER.parents[2]
     report = (root / "reports" / "smollm2-complaints" / "report.md").read_text(encoding="utf-8").splitlines()
-    docs = (root / "docs" / "training.md").read_text(encoding="utf-8")
-    block = docs.split("<!-- agreement: reports/smollm2-complaints/report.md -->\n")[1].split("\n<!-- end")[0]
-    rows = block.splitlines()[2:]
+    rows = _docs_block("agreement: reports/smollm2-complaints/report.md")[2:]
     assert len(rows) == 6 and all(row in report for row in rows)
     readme = " ".join((root / "README.md").read_text(encoding="utf-8").split())
     fed = next(r for r in rows if r.startswith("| fed_data | turn | Spearman, pooled |")).split(" | ")
     low, high = fed[5].split("[")[1].rstrip("] |").split(", ")
     assert (f"FED turn level rises from {float(fed[3]):.2f} to {float(fed[4]):.2f} "
             f"(paired interval {float(low):+.2f} to {float(high):+.2f})") in readme
+
+
+def test_the_docs_grpo_rows_are_the_reports():
+    """docs/training.md's GRPO rows (the profile before and after, the drift toward "Yes.") are lines of
+    the report make_report.py wrote, verbatim, for every run reproduce.sh makes."""
+    report = (FOLDER.parents[2] / "reports" / "smollm2-complaints" / "report.md").read_text(encoding="utf-8")
+    block = _docs_block("grpo: reports/smollm2-complaints/report.md")
+    rows = [line for line in block if line.startswith("| ") and not line.startswith(("| trained", "| policy"))]
+    drifts = [line for line in block if line.startswith("- against ")]
+    runs = _report_script("make_report").RUNS
+    assert sum(" | before | " in row for row in rows) == sum(" | after | " in row for row in rows) == len(runs)
+    assert len(drifts) == len(runs)
+    assert all(line in report.splitlines() for line in rows + drifts)
