@@ -74,3 +74,22 @@ def test_the_outputs_the_docs_write_in_the_checkout_are_ignored():
     assert {"scored.jsonl", "cmp.json"} <= outputs
     done = subprocess.run(["git", "check-ignore", *sorted(outputs)], cwd=REPO, capture_output=True, text=True)
     assert set(done.stdout.split()) == outputs
+
+
+def test_the_readmes_cost_figures_are_the_benchmarks_outputs():
+    """README's turn-level cost line and docs/performance.md's table carry the figures of the outputs
+    benchmarks/bench.py wrote (benchmarks/results-*-turn-cpu-bfloat16.md), never figures typed by hand."""
+    import re
+
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    table = (REPO / "docs" / "performance.md").read_text(encoding="utf-8")
+    models = (("smollm2", "SmolLM2-135M-Instruct"), ("blenderbot-400m-random", "BlenderBot-400M's architecture"))
+    for model, name in models:
+        output = (REPO / "benchmarks" / f"results-{model}-turn-cpu-bfloat16.md").read_text(encoding="utf-8")
+        per_1000 = {row.split(" | ")[0].lstrip("| "): row.split(" | ")[2] for row in output.splitlines()
+                    if row.startswith("| ") and " | " in row}
+        f32, bf16, ref = per_1000["full-metric float32"], per_1000["full-metric bfloat16"], per_1000["reference"]
+        load = round(float(re.search(r"model load \(float32;[^)]*\): ([\d.]+) s", output).group(1)))
+        assert f"{name} {f32} / {bf16} s" in readme, model
+        assert re.search(rf"\| {f32} \| {bf16} \| {ref} \| {load} s \|", table), model
+        assert f"{load} s" in readme.split("Loading the model with the scorer's self-check")[1][:200], model
