@@ -136,10 +136,11 @@ def drift_line(name: str, run: dict) -> str:
     """One run's drift: its share of "Yes." answers before and after, and its three most frequent answers
     after training (counted as their words, lower-cased; each shown as the first answer so counted)."""
     after = run["after"]["answers"]
+    keys = [tuple(words(a)) for a in after]
     first: dict[tuple[str, ...], str] = {}
-    for answer in after:
-        first.setdefault(tuple(words(answer)), answer)
-    counts = Counter(tuple(words(a)) for a in after)
+    for key, answer in zip(keys, after):
+        first.setdefault(key, answer)
+    counts = Counter(keys)
     common = ", ".join(f"\"{first[key]}\" ({n} of {len(after)})" for key, n in counts.most_common(3))
     return (f"- against {name}: \"Yes.\" {yes_share(run['before']['answers']):.0%} -> "
             f"{yes_share(after):.0%}; most frequent after: {common}")

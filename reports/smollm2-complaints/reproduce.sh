@@ -50,9 +50,9 @@ OTHER=$((1 - SHIPPED))
 # At the example's learning rate (5e-6) and again at ten times it (5e-5, runs named *-lr5e-5), where
 # 100 steps move the policy further.
 python "$OUT/prompts.py" --train 200 -o runs/smollm2-complaints
-for name in base shipped base-lr5e-5 shipped-lr5e-5; do
-  judge=smollm2-gguf; [ "${name%%-lr*}" = shipped ] && judge=smollm2-complaints
-  lr=5e-6; [ "$name" != "${name%-lr5e-5}" ] && lr=5e-5
+for run in "base smollm2-gguf 5e-6" "shipped smollm2-complaints 5e-6" "base-lr5e-5 smollm2-gguf 5e-5" \
+           "shipped-lr5e-5 smollm2-complaints 5e-5"; do
+  read -r name judge lr <<< "$run"
   [ -s "$OUT/grpo-$name.json" ] && continue
   timed "grpo $name" python examples/grpo_with_full.py --policy "$(dirname "$GGUF")" --policy-gguf-file \
       "$(basename "$GGUF")" --judge "$judge" --prompts runs/smollm2-complaints/train.jsonl \
