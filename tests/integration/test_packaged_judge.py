@@ -13,7 +13,10 @@ import pytest
 from full_metric import FullScorer
 from full_metric.models import packaged_model
 
-FOLDER = Path(__file__).resolve().parents[2] / "full_metric" / "judges" / "smollm2-complaints"
+REPO = Path(__file__).resolve().parents[2]
+FOLDER = REPO / "full_metric" / "judges" / "smollm2-complaints"
+#: The report that made the shipped judge, and its scripts.
+REPORT = REPO / "reports" / "smollm2-complaints"
 CONTEXTS = [["Hi! How was your weekend?"], ["Do you cook?", "Not really.", "Why not?"], ["I love hiking."]]
 RESPONSES = ["Great, I went to the lake with friends.", "Yes.", "Window window window."]
 #: The size bound of what the package may carry (issue 37).
@@ -24,8 +27,7 @@ def _report_script(name: str) -> Any:
     """A script of reports/smollm2-complaints, imported as a module."""
     import importlib.util
 
-    script = FOLDER.parents[2] / "reports" / "smollm2-complaints" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, script)
+    spec = importlib.util.spec_from_file_location(name, REPORT / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -33,7 +35,7 @@ def _report_script(name: str) -> Any:
 
 def _docs_block(marker: str) -> list[str]:
     """The lines of docs/training.md between ``<!-- MARKER -->`` and the next ``<!-- end`` line."""
-    docs = (FOLDER.parents[2] / "docs" / "training.md").read_text(encoding="utf-8")
+    docs = (REPO / "docs" / "training.md").read_text(encoding="utf-8")
     return docs.split(f"<!-- {marker} -->\n")[1].split("\n<!-- end")[0].splitlines()
 
 
@@ -89,7 +91,7 @@ def test_the_shipped_judge_loads_offline_by_name_and_is_its_adapter_on_the_base(
 def test_cross_scoring_scores_every_runs_answers_by_both_judges(smollm2_gguf, monkeypatch, tmp_path):
     """cross_score.py as reproduce.sh runs it, on two runs of three answers: every run's answers before
     and after, by both judges; the same answers get the same summary whichever run gave them."""
-    monkeypatch.syspath_prepend(str(FOLDER.parents[2] / "reports" / "smollm2-complaints"))
+    monkeypatch.syspath_prepend(str(REPORT))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     cross = _report_script("cross_score")
     for name, after in (("one", RESPONSES), ("two", RESPONSES[::-1])):
@@ -148,7 +150,7 @@ def test_the_grpo_drift_counts_yes_however_written_and_only_yes():
 def test_the_docs_probe_table_is_the_probes_record():
     """docs/training.md's table of the gaming probe carries reports/smollm2-complaints/probe.json's
     figures, row by row, for both judges (written from the record, never by hand)."""
-    probe = json.loads((FOLDER.parents[2] / "reports" / "smollm2-complaints" / "probe.json").read_text())
+    probe = json.loads((REPORT / "probe.json").read_text())
     rows = [line.split(" | ")[1:] for line in _docs_block("probe: reports/smollm2-complaints/probe.json")[2:]]
     answers = list(probe["judges"]["base"]["answers"])
     assert len(rows) == len(answers) == 7
@@ -159,7 +161,7 @@ def test_the_docs_probe_table_is_the_probes_record():
     for row, answer in zip(rows, answers):
         expected = [cell(probe["judges"][name]["answers"][answer]) for name in ("base", "shipped")]
         assert [c.strip(" |") for c in row] == expected, answer
-    readme = " ".join((FOLDER.parents[2] / "README.md").read_text(encoding="utf-8").split())
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
 
     def share(judge: str, answer: str) -> str:
         return f"{probe['judges'][judge]['answers'][answer]['beats_human']:.0%}"
@@ -173,11 +175,10 @@ def test_the_docs_probe_table_is_the_probes_record():
 
 def test_the_docs_agreement_rows_are_the_reports():
     """docs/training.md's agreement rows are rows of the report make_report.py wrote, verbatim."""
-    root = FOLDER.parents[2]
-    report = (root / "reports" / "smollm2-complaints" / "report.md").read_text(encoding="utf-8").splitlines()
+    report = (REPORT / "report.md").read_text(encoding="utf-8").splitlines()
     rows = _docs_block("agreement: reports/smollm2-complaints/report.md")[2:]
     assert len(rows) == 6 and all(row in report for row in rows)
-    readme = " ".join((root / "README.md").read_text(encoding="utf-8").split())
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
     fed = next(r for r in rows if r.startswith("| fed_data | turn | Spearman, pooled |")).split(" | ")
     low, high = fed[5].split("[")[1].rstrip("] |").split(", ")
     assert (f"FED turn level rises from {float(fed[3]):.2f} to {float(fed[4]):.2f} "
@@ -187,7 +188,7 @@ def test_the_docs_agreement_rows_are_the_reports():
 def test_the_docs_grpo_rows_are_the_reports():
     """docs/training.md's GRPO rows (the profile before and after, the drift toward "Yes.") are lines of
     the report make_report.py wrote, verbatim, for every run reproduce.sh makes."""
-    report = (FOLDER.parents[2] / "reports" / "smollm2-complaints" / "report.md").read_text(encoding="utf-8")
+    report = (REPORT / "report.md").read_text(encoding="utf-8")
     block = _docs_block("grpo: reports/smollm2-complaints/report.md")
     rows = [line for line in block if line.startswith("| ") and not line.startswith(("| trained", "| policy"))]
     drifts = [line for line in block if line.startswith("- against ")]
