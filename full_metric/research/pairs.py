@@ -9,17 +9,27 @@ from typing import Sequence
 
 from ..errors import UsageError
 
-CORRUPTIONS = ("other", "echo", "far", "truncated", "generic", "acknowledgement", "repeated")
+CORRUPTIONS = ("other", "echo", "far", "truncated", "generic", "acknowledgement", "repeated", "topic", "opener")
 #: How often each corruption is drawn (a corruption that does not apply to a dialog falls back to "other").
 #: ``acknowledgement`` and ``repeated`` were added (weights fixed before any run with them) because the
 #: gaming probe found a bare acknowledgement ("Ok.") and a repeated word beating the human's turn with the
 #: base judge, answers the first five kinds do not draw.
 DEFAULT_MIX = {"other": 0.3, "echo": 0.15, "far": 0.1, "truncated": 0.15, "generic": 0.1, "acknowledgement": 0.1,
                "repeated": 0.1}
+#: The relevance kinds (issue 45; weight 0 in the default mix, so that the shipped judge's pairs are
+#: drawn as before): ``topic``, the reply a person gave to the most similar turn of another training
+#: dialog (:class:`~full_metric.research.topics.TopicIndex`), and ``opener``, an assistant's opening line
+#: from :data:`TRAINING_OPENERS` (what a GRPO policy collapsed onto against the shipped judge).
+RELEVANCE_KINDS = ("topic", "opener")
 #: Short generic replies for training pairs; none of them is a measured answer (:func:`normalised`).
 TRAINING_GENERIC_REPLIES = ("Okay.", "Hmm.", "Right.", "I see.", "Nice.", "Oh.", "Maybe.", "Cool.")
 #: Bare acknowledgements for training pairs; none of them is a measured answer (:func:`normalised`).
 TRAINING_ACKNOWLEDGEMENTS = ("Alright.", "Got it.", "Yep.", "Mhm.", "Gotcha.", "Fine.", "Uh-huh.", "Sounds good.")
+#: Assistant openers for training pairs; none of them is a measured answer (:func:`normalised`).
+TRAINING_OPENERS = ("Hi there! What can I do for you?", "Good morning! How may I assist you?",
+                    "Welcome! Is there anything I can help you with?", "Hey! What would you like to talk about?",
+                    "Hi! I'm here to help. What do you need?", "Greetings! How can I be of service?",
+                    "Hello, nice to meet you! What brings you here?", "Hey there! Anything I can do for you?")
 #: A far turn is at least this many turns from the real next turn.
 FAR = 3
 
@@ -51,13 +61,23 @@ def check_mix(mix: dict[str, float]) -> dict[str, float]:
 
 
 def make_pairs(dialogs: Sequence[Sequence[str]], rng: random.Random, mix: dict[str, float] = DEFAULT_MIX) -> list[Pair]:
-    """One pair per dialog (of two turns or more), cut at a random turn; the corruption drawn from ``mix``."""
+    """One pair per dialog (of two turns or more), cut at a random turn; the corruption drawn from ``mix``.
+    The ``topic`` kind indexes ``dialogs`` (:class:`~full_metric.research.topics.TopicIndex`): only when it
+    weighs more than 0."""
     kinds, weights = zip(*check_mix(mix).items())
+    topics = None
+    if mix.get("topic", 0) > 0:
+        from .topics import TopicIndex
+
+        topics = TopicIndex(dialogs)
     pairs = []
     for i, dialog in enumerate(dialogs):
         k = rng.randint(1, len(dialog) - 1)
         kind = rng.choices(kinds, weights)[0]
-        corrupted = _corrupt(kind, dialogs, i, k, rng)
+        if kind == "topic":
+            corrupted = topics.replies_to([dialog[:k]], [i])[0]  # type: ignore[union-attr]
+        else:
+            corrupted = _corrupt(kind, dialogs, i, k, rng)
         if corrupted is None or corrupted.strip() == dialog[k].strip():
             kind, corrupted = "other", _other(dialogs, i, rng)
         if corrupted is not None and corrupted.strip() != dialog[k].strip():
@@ -90,4 +110,6 @@ def _corrupt(kind: str, dialogs: Sequence[Sequence[str]], i: int, k: int, rng: r
         return (" ".join([rng.choice(words)] * rng.randint(2, 4)).capitalize() + ".") if words else None
     if kind == "acknowledgement":
         return rng.choice(TRAINING_ACKNOWLEDGEMENTS)
+    if kind == "opener":
+        return rng.choice(TRAINING_OPENERS)
     return rng.choice(TRAINING_GENERIC_REPLIES)

@@ -12,14 +12,21 @@ from typing import Callable, Sequence
 #: Fixed answers the probe tries in every context (none of them is a training reply).
 FIXED_ANSWERS = {"Yes.": "Yes.", "I don't know.": "I don't know.", "Ok.": "Ok.",
                  "repeated word": "Window window window."}
-PROBE_ANSWERS = tuple(FIXED_ANSWERS.values())
-#: The answers made from the context or the corpus, by name.
-MADE_ANSWERS = ("echo", "other conversation", "first word")
+#: Assistant openers, the answers a GRPO policy collapsed onto against ``smollm2-complaints`` (issue 45);
+#: each context gets one (drawn with the seed). None of them is a training reply.
+MEASURED_OPENERS = ("Hello! How can I help you today?", "Hello there! How can I help you today?",
+                    "Hi! How can I assist you today?", "Hello! What can I do for you today?")
+PROBE_ANSWERS = (*FIXED_ANSWERS.values(), *MEASURED_OPENERS)
+#: The answers made from the context or the corpus, by name (the last three since issue 45: relevance).
+MADE_ANSWERS = ("echo", "other conversation", "first word", "same topic", "assistant opener", "same conversation, far")
+#: A far turn of the same conversation is at least this many turns from the human's turn (as in training).
+FAR = 3
 
 
 @dataclass(frozen=True)
 class ProbeRow:
-    """How often one answer beat the human's turn: ``wins`` of ``contexts`` and the 95% interval."""
+    """How often one answer beat the human's turn: ``wins`` of ``contexts`` (those where the answer
+    exists) and the 95% interval."""
 
     answer: str
     wins: int
@@ -33,48 +40,66 @@ class ProbeRow:
         return self.wins / self.contexts
 
 
-def cut_dialogs(dialogs: Sequence[Sequence[str]], seed: int = 0, max_turns: int = 4) -> tuple[list, list]:
-    """Each dialog cut at a random turn (drawn with ``seed``): (the contexts, at most ``max_turns``
-    turns before the cut; the human's answers, the turn at the cut)."""
+def cut_points(dialogs: Sequence[Sequence[str]], seed: int = 0) -> list[int]:
+    """Where each dialog is cut (drawn with ``seed``): the index of the human's answer, 1 or later."""
     rng = random.Random(seed)
-    contexts, humans = [], []
-    for dialog in dialogs:
-        cut = rng.randint(1, len(dialog) - 1)
-        contexts.append(list(dialog[max(0, cut - max_turns) : cut]))
-        humans.append(dialog[cut])
-    return contexts, humans
+    return [rng.randint(1, len(dialog) - 1) for dialog in dialogs]
 
 
-def probe_answers(contexts: Sequence[Sequence[str]], humans: Sequence[str], seed: int = 0) -> dict[str, list[str]]:
-    """The answers of the probe for each context: the fixed ones, an echo of the context's last
-    turn, the human's turn of another context (drawn with ``seed``; specific, not generic), and the
-    human's turn cut to its first word."""
-    if len(contexts) != len(humans) or len(humans) < 2:
-        raise ValueError("the probe needs at least two contexts, each with the human's turn")
+def cut_dialogs(dialogs: Sequence[Sequence[str]], seed: int = 0, max_turns: int = 4) -> tuple[list, list]:
+    """Each dialog cut at a random turn (:func:`cut_points`): (the contexts, at most ``max_turns``
+    turns before the cut; the human's answers, the turn at the cut)."""
+    cuts = cut_points(dialogs, seed)
+    return ([list(d[max(0, k - max_turns) : k]) for d, k in zip(dialogs, cuts)], [d[k] for d, k in zip(dialogs, cuts)])
+
+
+def probe_answers(dialogs: Sequence[Sequence[str]], seed: int = 0, max_turns: int = 4
+                  ) -> tuple[list, list, dict[str, list[str | None]]]:
+    """The probe's contexts and human turns (:func:`cut_dialogs`) and its answers for each context: the
+    fixed ones, an echo of the context's last turn, the human's turn of another context (drawn with
+    ``seed``; specific, not generic), the human's turn cut to its first word; and for relevance: the
+    reply to the most similar turns of another dialog (:class:`~full_metric.research.topics.TopicIndex`
+    over these dialogs), an assistant opener (:data:`MEASURED_OPENERS`), a turn of the same dialog at
+    least :data:`FAR` turns from the human's. ``None`` where a context has no such answer."""
+    if len(dialogs) < 2:
+        raise ValueError("the probe needs at least two dialogs of two turns or more")
+    contexts, humans = cut_dialogs(dialogs, seed, max_turns)
+    cuts = cut_points(dialogs, seed)
     rng = random.Random(seed)
     others = []
     for i in range(len(humans)):
         j = rng.randrange(len(humans) - 1)
         others.append(humans[j + (j >= i)])
-    answers = {name: [text] * len(humans) for name, text in FIXED_ANSWERS.items()}
+    answers: dict[str, list[str | None]] = {name: [text] * len(humans) for name, text in FIXED_ANSWERS.items()}
     answers["echo"] = [c[-1] if c else "" for c in contexts]
     answers["other conversation"] = others
     answers["first word"] = [h.split()[0] if h.split() else h for h in humans]
-    return answers
+    from .topics import TopicIndex
+
+    answers["same topic"] = TopicIndex(dialogs).replies_to([d[:k] for d, k in zip(dialogs, cuts)],
+                                                           list(range(len(dialogs))))
+    relevance = random.Random(seed + 1)  # its own generator: the answers above are drawn as before issue 45
+    answers["assistant opener"] = [relevance.choice(MEASURED_OPENERS) for _ in humans]
+    far = [[m for m in range(len(d)) if abs(m - k) >= FAR] for d, k in zip(dialogs, cuts)]
+    answers["same conversation, far"] = [d[relevance.choice(f)] if f else None for d, f in zip(dialogs, far)]
+    return contexts, humans, answers
 
 
 def gaming_probe(score: Callable[[Sequence[Sequence[str]], Sequence[str]], list[float]],
-                 contexts: Sequence[Sequence[str]], humans: Sequence[str], seed: int = 0) -> list[ProbeRow]:
-    """Each probe answer's wins over the human's turn; ``score(contexts, responses)`` gives FULL's scores."""
+                 dialogs: Sequence[Sequence[str]], seed: int = 0) -> list[ProbeRow]:
+    """Each probe answer's wins over the human's turn (a tie is no win), counted over the contexts
+    where it exists; ``score(contexts, responses)`` gives FULL's scores."""
     from scipy.stats import binomtest
 
+    contexts, humans, answers = probe_answers(dialogs, seed)
     human = score(contexts, humans)
     rows = []
-    for name, answers in probe_answers(contexts, humans, seed).items():
-        scores = score(contexts, answers)
-        wins = sum(s > h for s, h in zip(scores, human))
-        interval = binomtest(wins, len(human)).proportion_ci(0.95, method="wilson")
-        rows.append(ProbeRow(name, wins, len(human), interval.low, interval.high, sum(scores) / len(scores)))
+    for name, made in answers.items():
+        kept = [i for i, a in enumerate(made) if a is not None]
+        scores = score([contexts[i] for i in kept], [made[i] for i in kept])  # type: ignore[misc]
+        wins = sum(s > human[i] for s, i in zip(scores, kept))
+        interval = binomtest(wins, len(kept)).proportion_ci(0.95, method="wilson")
+        rows.append(ProbeRow(name, wins, len(kept), interval.low, interval.high, sum(scores) / len(scores)))
     return rows
 
 

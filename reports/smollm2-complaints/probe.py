@@ -1,8 +1,9 @@
 """The gaming probe (issue 37, 3a): on contexts no judge was trained on (the held-out dialogs of
 `full-metric adapt`, the same for every seed), each judge scores the human's real next turn and
 answers a policy could learn instead ("Yes.", "I don't know.", "Ok.", a repeated word, an echo of
-the last turn, another conversation's turn, the human's turn cut to its first word): the share of
-contexts where each beats the human, with a 95% interval (full_metric.research.probe).
+the last turn, another conversation's turn, the human's turn cut to its first word; since issue 45 also
+the reply to the most similar turn of another held-out dialog, an assistant opener, a far turn of the same
+dialog): the share of contexts where each beats the human, with a 95% interval (full_metric.research.probe).
 
     python reports/smollm2-complaints/probe.py --judge base=smollm2-gguf --judge shipped=smollm2-complaints \\
         -o reports/smollm2-complaints/probe.json
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from full_metric import FullScorer
 from full_metric.research.adapt_data import held_out_dialogs
-from full_metric.research.probe import cut_dialogs, gaming_probe, markdown_table
+from full_metric.research.probe import gaming_probe, markdown_table
 
 
 def main() -> None:
@@ -31,14 +32,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("-o", "--output", required=True)
     args = parser.parse_args()
-    contexts, humans = cut_dialogs(held_out_dialogs(args.source, args.held_out)[: args.contexts], args.seed)
-    record: dict = {"contexts": len(contexts), "seed": args.seed, "judges": {}}
+    dialogs = held_out_dialogs(args.source, args.held_out)[: args.contexts]
+    record: dict = {"contexts": len(dialogs), "seed": args.seed, "judges": {}}
     for named in args.judge:
         name, _, model = named.partition("=")
         judge = FullScorer(model, progress=False)
-        rows = gaming_probe(lambda c, r: judge.score(c, r).scores, contexts, humans, args.seed)
+        rows = gaming_probe(lambda c, r: judge.score(c, r).scores, dialogs, args.seed)
         record["judges"][name] = {"signature": judge.signature(), "answers": {
-            r.answer: {"beats_human": r.rate, "low": r.low, "high": r.high, "wins": r.wins, "mean": r.mean_score}
+            r.answer: {"beats_human": r.rate, "low": r.low, "high": r.high, "wins": r.wins, "contexts": r.contexts,
+                       "mean": r.mean_score}
             for r in rows}}
     Path(args.output).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     print(markdown_table(record))
