@@ -67,29 +67,41 @@ def hub_offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def hub_reachable(timeout: float = 3.0) -> bool:
-    """One probe of the Hub's endpoint (a TCP connection, ``timeout`` seconds at most), so that an
-    unreachable Hub is known at once instead of after ``huggingface_hub``'s retries of every file."""
-    import socket
-    from urllib.parse import urlparse
+def hub_commit(source: str, revision: str | None, filename: str) -> tuple[str, bool]:
+    """The commit of Hub model ``source`` at ``revision`` (a branch, tag or commit; the default branch
+    when ``None``), asked of the Hub by huggingface_hub itself (its offline mode, endpoint or mirror,
+    proxies and metadata timeout ``HF_HUB_ETAG_TIMEOUT``): the metadata of ``filename``, once. When the
+    Hub cannot answer (offline mode, no connection, a timeout, a refusing proxy), the commit of the copy
+    in the local cache, if there is one. Returns the commit and whether the Hub could not answer (then
+    the rest is read from the cache alone); loading the rest at that commit reads the cache with no
+    network call for every file already there. Refused in one line naming the model. (``hf_hub_download`` alone
+    would retry an unanswered request five times over about 25 s before saying the same.)"""
+    from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
-    from huggingface_hub import constants
-
-    endpoint = urlparse(constants.ENDPOINT)
     try:
-        socket.create_connection((endpoint.hostname, endpoint.port or (443 if endpoint.scheme == "https" else 80)),
-                                 timeout).close()
-    except OSError:
-        return False
-    return True
+        get_hf_file_metadata(hf_hub_url(source, filename, revision=revision))
+    except HfHubHTTPError as error:  # the Hub answered: no such repository, revision or file, or no access
+        raise UsageError(unreachable_message(source, error)) from None
+    except Exception:  # noqa: BLE001 - no answer from the Hub, whatever the HTTP library says: the cache alone
+        local = True
+    else:
+        local = False
+    try:  # fetched (which records what the revision names in the cache, for a later offline load) or cached
+        path = Path(hf_hub_download(source, filename, revision=revision, local_files_only=local))
+    except LocalEntryNotFoundError as error:
+        raise UsageError(unreachable_message(source, error, unreachable=True)) from None
+    except Exception as error:  # noqa: BLE001 - the Hub stopped answering between the two requests
+        raise UsageError(unreachable_message(source, error)) from None
+    return path.parents[len(Path(filename).parts) - 1].name, local
 
 
 def unreachable_message(source: str, error: OSError, unreachable: bool = False) -> str:
-    """One line for a model that could not be fetched: the Hub unreachable (``unreachable``: the probe
-    said so; or offline mode), or the name unknown to the Hub."""
+    """One line for a model that could not be fetched: the Hub unreachable (``unreachable``:
+    huggingface_hub found neither the Hub nor a cached copy; or offline mode), or the name unknown to the Hub."""
     text = str(error)
     offline = unreachable or hub_offline() or "connect" in text.lower() or "offline" in text.lower()
     if offline:
         return f"model {source!r} is not on this machine and the Hub cannot be reached: {OFFLINE_HINT}"
-    first = text.strip().splitlines()[0] if text.strip() else type(error).__name__
+    first = f"{type(error).__name__}: {text.strip().splitlines()[0]}" if text.strip() else type(error).__name__
     return f"model {source!r} could not be loaded from the Hub ({first}); check its name, or {OFFLINE_HINT}"

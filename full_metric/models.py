@@ -18,7 +18,7 @@ import torch
 
 from .errors import UsageError
 from .model_sources import (
-    PACKAGED_MODELS, check_model_source, hub_offline, hub_reachable, is_local, packaged_model, unreachable_message,
+    PACKAGED_MODELS, check_model_source, hub_commit, is_local, packaged_model, unreachable_message,
 )
 
 logger = logging.getLogger(__name__)
@@ -171,27 +171,28 @@ def _file_digest(paths: list[Path]) -> str:
 ADAPTATION_FILE = "adaptation.json"
 
 
-def _revision(source: str, gguf_file: str | None, config: Any) -> str:
-    """What identifies the weights that were loaded: a local model's content digest (its weight
-    files; an adapted judge's also names its adaptation's digest), a Hub model's resolved commit
-    (whatever branch or tag was asked for)."""
-    if Path(source).exists():
-        if gguf_file is not None:
-            return _file_digest([Path(source) / gguf_file])
-        weights = [p for p in Path(source).glob("*") if p.suffix in (".safetensors", ".bin", ".pt", ".gguf")]
-        digest = _file_digest(weights) if weights else "unknown"
-        record = Path(source) / ADAPTATION_FILE
-        if record.is_file():
-            try:
-                digest += "+adapted:" + str(json.loads(record.read_text(encoding="utf-8"))["digest"])
-            except (ValueError, KeyError) as error:
-                raise UsageError(f"{record}: not an adaptation record ({error})") from None
-        return digest
-    commit = getattr(config, "_commit_hash", None)
-    if commit:
-        return str(commit)
-    logger.warning("%s: the Hub commit the model was loaded from is unknown; the signature says 'unknown'", source)
-    return "unknown"
+def _revision(source: str, gguf_file: str | None) -> str:
+    """What identifies a local model's weights: its content digest (its weight files and
+    ``config.json``; a GGUF file alone), an adapted judge's with its adaptation's digest
+    (:func:`adapted_revision`). A Hub model's is the commit it was loaded at (:func:`hub_commit`)."""
+    if gguf_file is not None:
+        return _file_digest([Path(source) / gguf_file])
+    files = [p for p in Path(source).glob("*") if p.suffix in (".safetensors", ".bin", ".pt", ".gguf")]
+    digest = _file_digest(files + [Path(source) / "config.json"]) if files else "unknown"
+    record = Path(source) / ADAPTATION_FILE
+    if record.is_file():
+        try:
+            return adapted_revision(digest, str(json.loads(record.read_text(encoding="utf-8"))["digest"]))
+        except (ValueError, KeyError) as error:
+            raise UsageError(f"{record}: not an adaptation record ({error})") from None
+    return digest
+
+
+def adapted_revision(weights: str, adaptation: str, adapter: str | None = None) -> str:
+    """An adapted judge's revision, the one format for both ways to load it: the weights' revision (a
+    merged judge's own, or the base's under an adapter), the adapter's digest when it is loaded as an
+    adapter, and the adaptation's digest."""
+    return f"{weights}+adapter:{adapter}+adapted:{adaptation}" if adapter else f"{weights}+adapted:{adaptation}"
 
 
 def _release_freed_memory() -> None:
@@ -312,8 +313,8 @@ def _load_adapter(source: str, tokenizer: Any, torch_dtype: torch.dtype | None) 
         raise UsageError(f"{folder.name} was trained on {base_name} {base_revision}, but {base.name} {base.revision} "
                          "was found: an adapter only means something on the weights it was trained on")
     model = PeftModel.from_pretrained(base.model, str(folder)).merge_and_unload()
-    adapter = _file_digest([p for p in folder.glob("adapter_model.*")])
-    return LoadedModel(model, base.tokenizer, folder.name, f"{base.revision}+adapter:{adapter}+adapted:{digest}")
+    adapter = _file_digest([*folder.glob("adapter_model.*"), folder / ADAPTER_CONFIG])
+    return LoadedModel(model, base.tokenizer, folder.name, adapted_revision(base.revision, digest, adapter))
 
 
 def _load_pretrained(
@@ -329,18 +330,18 @@ def _load_pretrained(
     if gguf_file is not None and Path(gguf_file).is_file():
         source, gguf_file = str(Path(gguf_file).resolve().parent), Path(gguf_file).name
     check_model_source(source, gguf_file)
-    kwargs: dict[str, Any] = {"revision": revision} if revision else {}
+    kwargs: dict[str, Any] = {}
     if gguf_file is not None:
         kwargs["gguf_file"] = gguf_file
-    unreachable = not Path(source).exists() and not hub_offline() and not hub_reachable()
-    if unreachable:  # the local cache only: no retries against a Hub that cannot answer
-        logger.info("the Hub cannot be reached; %s is looked for in the local cache only", source)
-        kwargs["local_files_only"] = True
+    commit = None
+    if not Path(source).exists():  # a Hub model: loaded at the commit huggingface_hub resolves (or has cached)
+        commit, unreachable = hub_commit(source, revision, gguf_file or "config.json")
+        kwargs.update({"revision": commit, **({"local_files_only": True} if unreachable else {})})
     logger.info("loading %s%s", source, f" ({gguf_file})" if gguf_file else "")
     try:
         config = AutoConfig.from_pretrained(source, **kwargs)
     except OSError as error:
-        raise UsageError(unreachable_message(source, error, unreachable)) from None
+        raise UsageError(unreachable_message(source, error)) from None
     auto = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForCausalLM
     model = auto.from_pretrained(source, dtype=torch_dtype or torch.float32, **kwargs)
     if tokenizer is None:
@@ -348,4 +349,4 @@ def _load_pretrained(
     name = model_label(source, gguf_file)
     if gguf_file is not None:
         _release_freed_memory()  # de-quantizing leaves large freed buffers in the process
-    return LoadedModel(model, tokenizer, name, _revision(source, gguf_file, model.config))
+    return LoadedModel(model, tokenizer, name, commit or _revision(source, gguf_file))

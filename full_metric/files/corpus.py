@@ -141,9 +141,10 @@ def _output_matches(output: Path, source: Source, run: dict[str, Any]) -> bool:
     return count == run["items"] and digest.hexdigest() == run["fingerprint"] and signatures == {run["signature"]}
 
 
-def _prepare(output: Path, source: Source, run: dict[str, Any], resume: bool) -> bool:
-    """Rank 0, before any rank scores: start afresh, or check and keep a killed run's parts.
-    Returns ``False`` when a finished output already holds this run (``resume`` only)."""
+def _prepare(output: Path, source: Source, run: dict[str, Any], resume: bool) -> bytearray | None:
+    """Rank 0, before any rank scores: start afresh, or check and keep a killed run's parts. Returns
+    what is done (:func:`_done`, read before any rank writes, so every rank splits the same remaining
+    rows), or ``None`` when a finished output already holds this run (``resume`` only)."""
     parts = _parts_folder(output)
     run_file = parts / RUN_FILE
     if not resume:
@@ -161,16 +162,16 @@ def _prepare(output: Path, source: Source, run: dict[str, Any], resume: bool) ->
                     "or write to another output")
         for part in parts.glob("part-*.jsonl"):
             _repair(part)
-        return True
+        return _done(parts, run["items"])
     elif output.is_file():
         if _output_matches(output, source, run):
             logger.warning("--resume: %s is already complete for this input and these settings", output)
-            return False
+            return None
         raise DialogFileError(f"--resume: {output} holds another input or other settings (or is incomplete "
                               "without its .parts folder); nothing was changed: remove it, or write to another output")
     parts.mkdir(parents=True, exist_ok=True)
     run_file.write_text(json.dumps(run, indent=2), encoding="utf-8")
-    return True
+    return bytearray(run["items"])
 
 
 def _done(parts: Path, items: int) -> bytearray:
@@ -293,13 +294,13 @@ def score_corpus(
     run = {"fingerprint": checked.fingerprint, "items": checked.items, "signature": signature,
            "input": source.name if source.dataset else Path(source.name).name}
     parts = _parts_folder(output)
-    # rank 0 checks the folder (and may refuse it); every rank hears its decision before anyone writes
-    decided_by_rank_zero(lambda: _prepare(output, source, run, resume), DialogFileError)
+    # rank 0 checks the folder (and may refuse it) and reads what is done; every rank hears its decision,
+    # and splits the same remaining rows, before anyone writes
+    done = decided_by_rank_zero(lambda: _prepare(output, source, run, resume), DialogFileError)
     summary = {"items": checked.items, "scored_here": 0, "mean": None, "signature": signature, "rank": rank.rank,
                "world_size": rank.world_size}
-    if not parts.exists():  # --resume found the output already complete
+    if done is None:  # --resume found the output already complete
         return summary
-    done = _done(parts, checked.items)
     remaining = [i for i in range(checked.items) if not done[i]]
     del done
     share = balanced_shares([checked.lengths[i] for i in remaining], rank.world_size)[rank.rank]

@@ -47,13 +47,17 @@ def current_rank(environ: Any = None) -> Rank:
 
 
 def setup(rank: Rank | None = None) -> Rank:
-    """Join the process group when started by a launcher (``nccl`` with GPUs, ``gloo`` without),
-    and on a CPU give each process of this machine its share of the cores (unless
-    ``OMP_NUM_THREADS`` says otherwise). Returns the rank."""
+    """Join the process group when started by a launcher (``nccl`` with GPUs, ``gloo`` without), each
+    process on its own GPU (``cuda:LOCAL_RANK``, made the current device before the group is joined, so
+    that NCCL's collectives and the model of each rank do not all land on ``cuda:0``), and on a CPU
+    give each process of this machine its share of the cores (unless ``OMP_NUM_THREADS`` says
+    otherwise). Returns the rank."""
     rank = rank or current_rank()
     if rank.world_size > 1:
         import torch.distributed as dist
 
+        if torch.cuda.is_available():
+            torch.cuda.set_device(rank.local_rank % torch.cuda.device_count())
         if not dist.is_initialized():
             backend = "nccl" if torch.cuda.is_available() else "gloo"
             dist.init_process_group(backend, timeout=BARRIER_TIMEOUT)
@@ -72,22 +76,29 @@ def barrier() -> None:
 
 
 def decided_by_rank_zero(decide: Callable[[], Any], error: type[Exception]) -> Any:
-    """Run ``decide`` on rank 0 only and give its outcome to every rank: its value, or, when it raised
-    ``error``, that error raised on every rank, so that no rank goes on (and writes) where rank 0
-    refused. In a single process: ``decide()``."""
+    """Run ``decide`` on rank 0 only and give its outcome to every rank: its value, or, when it raised,
+    an error on every rank, so that no rank goes on (and writes) where rank 0 refused or failed, and no
+    rank waits for a decision that never comes: ``error`` itself raises ``error`` everywhere; any other
+    exception is re-raised on rank 0 and raised as ``error`` naming it on the others. In a single
+    process: ``decide()``."""
     import torch.distributed as dist
 
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
         return decide()
     outcome: list[Any] = [None]
+    failure: BaseException | None = None
     if dist.get_rank() == 0:
         try:
             outcome[0] = ("value", decide())
         except error as refused:
             outcome[0] = ("error", str(refused))
+        except Exception as failed:  # noqa: BLE001 - told to every rank, then re-raised here
+            failure, outcome[0] = failed, ("failed", f"rank 0 failed: {type(failed).__name__}: {failed}")
     dist.broadcast_object_list(outcome, src=0)
     kind, value = outcome[0]
-    if kind == "error":
+    if failure is not None:
+        raise failure
+    if kind != "value":
         raise error(value)
     return value
 

@@ -41,7 +41,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ..errors import UsageError
-from ..models import native_bf16, resolve_device
+from ..models import PACKAGED_MODELS, is_adapter, native_bf16, packaged_model, resolve_device
 from ..scorer import FullScorer
 from ..version import __version__
 from . import complaints
@@ -246,6 +246,11 @@ def _check_request(model: Any, output: Path, gguf_file: str | None, method: str,
         raise AdaptError(f"unknown schedule {schedule!r}; choose one of {SCHEDULES}")
     if save_adapter and method != "lora":
         raise AdaptError("only a LoRA adaptation has an adapter to save alone (method='lora')")
+    if save_adapter and isinstance(model, str) and is_adapter(packaged_model(model) if model in PACKAGED_MODELS
+                                                              else model):
+        raise AdaptError(f"{model} is a LoRA adapter: a new adapter saved alone (--save-adapter) would sit on its base "
+                         "plus this adapter, which no folder names, so it could never load; adapt it without "
+                         "--save-adapter (the merged judge loads), or adapt its base")
     if method not in METHODS:
         raise AdaptError(f"unknown method {method!r}; choose one of {METHODS}")
     if objective not in OBJECTIVES:

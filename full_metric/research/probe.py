@@ -5,6 +5,7 @@ could learn instead; for each, the share of contexts where it outscores the huma
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 from typing import Callable, Sequence
@@ -37,7 +38,7 @@ class ProbeRow:
 
     @property
     def rate(self) -> float:
-        return self.wins / self.contexts
+        return self.wins / self.contexts if self.contexts else math.nan
 
 
 def cut_points(dialogs: Sequence[Sequence[str]], seed: int = 0) -> list[int]:
@@ -96,6 +97,9 @@ def gaming_probe(score: Callable[[Sequence[Sequence[str]], Sequence[str]], list[
     rows = []
     for name, made in answers.items():
         kept = [i for i, a in enumerate(made) if a is not None]
+        if not kept:  # e.g. no dialog long enough for a far turn: a row of no context, said as such
+            rows.append(ProbeRow(name, 0, 0, math.nan, math.nan, math.nan))
+            continue
         scores = score([contexts[i] for i in kept], [made[i] for i in kept])  # type: ignore[misc]
         wins = sum(s > human[i] for s, i in zip(scores, kept))
         interval = binomtest(wins, len(kept)).proportion_ci(0.95, method="wilson")

@@ -288,7 +288,7 @@ def test_pairs_are_real_against_corrupted(distinct):
     dialogs = read_dialogs([str(distinct)])
     pairs = complaints.make_pairs(dialogs, random.Random(0))
     assert len(pairs) == len(dialogs)
-    assert {p.kind for p in pairs} == set(complaints.CORRUPTIONS)
+    assert {p.kind for p in pairs} == set(complaints.DEFAULT_MIX)  # the relevance kinds weigh 0 by default
     for p in pairs:
         assert p.real != p.corrupted and p.context
         if p.kind == "echo":
@@ -480,11 +480,14 @@ def test_training_replies_are_disjoint_from_every_measured_list():
     punctuation ("Ok" and "ok." count as one)."""
     from full_metric.research.agreement import GENERIC_REPLIES
     from full_metric.research.probe import PROBE_ANSWERS
-    from full_metric.research.pairs import TRAINING_ACKNOWLEDGEMENTS, TRAINING_GENERIC_REPLIES, normalised
+    from full_metric.research.pairs import (
+        TRAINING_ACKNOWLEDGEMENTS, TRAINING_GENERIC_REPLIES, TRAINING_OPENERS, normalised,
+    )
 
     assert normalised(" Ok") == normalised("ok.") == "ok" and normalised("Uh-huh.") == "uhhuh"
     measured = {normalised(r) for r in (*GENERIC_REPLIES, *PROBE_ANSWERS)}
-    training = [normalised(r) for r in (*TRAINING_GENERIC_REPLIES, *TRAINING_ACKNOWLEDGEMENTS)]
+    assert normalised("Hello! How can I help you today?") in measured  # the probe's openers are measured
+    training = [normalised(r) for r in (*TRAINING_GENERIC_REPLIES, *TRAINING_ACKNOWLEDGEMENTS, *TRAINING_OPENERS)]
     assert len(set(training)) == len(training) and not set(training) & measured
 
 
@@ -519,7 +522,8 @@ def test_no_pair_pits_a_reply_against_itself(seed):
     rng = random.Random(seed)
     pool = ["Okay.", "Yep.", "ok ok", "Right.", "I like boats a lot.", " Okay. ", "Hmm.", "boats boats"]
     dialogs = [[rng.choice(pool) for _ in range(rng.randint(2, 8))] for _ in range(300)]
-    pairs = complaints.make_pairs(dialogs, random.Random(seed))
+    mix = {kind: 1.0 for kind in complaints.CORRUPTIONS}
+    pairs = complaints.make_pairs(dialogs, random.Random(seed), mix)
     assert pairs and all(p.corrupted.strip() != p.real.strip() for p in pairs)
     assert {p.kind for p in pairs} == set(complaints.CORRUPTIONS)
     assert all(p.corrupted in (*TRAINING_GENERIC_REPLIES, *TRAINING_ACKNOWLEDGEMENTS)
@@ -528,8 +532,8 @@ def test_no_pair_pits_a_reply_against_itself(seed):
 
 def test_an_adapter_alone_loads_on_its_base_and_scores_as_the_merged_judge(learnable, llama_folder, tmp_path):
     """adapt --save-adapter writes the LoRA adapter alone (peft format, float16) beside the merged
-    judge; FullScorer loads the adapter folder on its base model: the merged judge's scores within
-    1e-4, a signature naming the adaptation (and differing from the base's), a small file."""
+    judge; FullScorer loads the adapter folder on its base model: the merged judge's very scores (the
+    merged judge keeps the adapter's float16 values: one computation), a signature naming the adaptation (and differing from the base's), a small file."""
     from safetensors.torch import load_file
 
     done = adapt(str(llama_folder), [str(learnable)], tmp_path / "judge", objective="complaints", max_pairs=16,
@@ -539,20 +543,10 @@ def test_an_adapter_alone_loads_on_its_base_and_scores_as_the_merged_judge(learn
     assert {v.dtype for v in load_file(str(adapter / "adapter_model.safetensors")).values()} == {torch.float16}
     merged, alone, base = (FullScorer(str(p), progress=False) for p in (tmp_path / "judge", adapter, llama_folder))
     dialogs = [["Hi! How was your weekend?"], ["Do you cook?", "Not really.", "Why not?"]], ["Great.", "I burn it."]
-    assert alone.score(*dialogs).scores == pytest.approx(merged.score(*dialogs).scores, rel=1e-4)
+    assert alone.score(*dialogs).scores == merged.score(*dialogs).scores
     assert alone.score(*dialogs).scores != pytest.approx(base.score(*dialogs).scores, rel=1e-4)
     assert f"+adapted:{done.digest}|" in alone.signature() and "|model:adapter@sha256:" in alone.signature()
     assert "+adapter:sha256:" in alone.signature() and alone.signature() != base.signature()
-
-
-def test_an_adapter_on_other_weights_is_refused(learnable, llama_folder, tmp_path, tiny_models, tokenizer):
-    adapt(str(llama_folder), [str(learnable)], tmp_path / "judge", objective="complaints", max_pairs=8, batch_size=4,
-          held_out=0.05, lora_rank=4, progress=False, save_adapter=True)
-    record = json.loads((tmp_path / "judge" / "adapter" / "adaptation.json").read_text())
-    record["base_revision"] = "sha256:0000000000000000"
-    (tmp_path / "judge" / "adapter" / "adaptation.json").write_text(json.dumps(record))
-    with pytest.raises(ValueError, match="only means something on the weights it was trained on"):
-        FullScorer(str(tmp_path / "judge" / "adapter"), progress=False)
 
 
 def test_the_probe_script_runs_on_the_tiny_fixture(distinct, tiny_blenderbot_path, tmp_path):
@@ -571,8 +565,10 @@ def test_the_probe_script_runs_on_the_tiny_fixture(distinct, tiny_blenderbot_pat
     record = json.loads(out.read_text())
     rows = record["judges"]["tiny"]["answers"]
     assert record["contexts"] == 12 and set(rows) == {"Yes.", "I don't know.", "Ok.", "repeated word", "echo",
-                                                      "other conversation", "first word"}
-    assert all(0 <= r["low"] <= r["beats_human"] <= r["high"] <= 1 and r["wins"] <= 12 for r in rows.values())
+                                                      "other conversation", "first word", "same topic",
+                                                      "assistant opener", "same conversation, far"}
+    assert all(0 <= r["low"] <= r["beats_human"] <= r["high"] <= 1 and r["wins"] <= r["contexts"] <= 12
+               for r in rows.values())
 
 
 def test_the_command_line_resumes_and_saves_the_adapter(learnable, llama_folder, tmp_path, capsys, monkeypatch):

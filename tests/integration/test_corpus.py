@@ -364,3 +364,98 @@ def test_every_rank_refuses_a_parts_folder_of_other_settings_before_anyone_write
     assert done.returncode != 0
     assert done.stderr.count("belongs to another settings (agg: sum vs mean)") == 2, done.stderr[-3000:]
     assert {p.name: p.read_bytes() for p in parts.iterdir()} == before  # no rank wrote anything
+
+
+_DELAYED_RANK_ZERO = """
+import os, sys, time
+from full_metric.faces.cli import main
+from full_metric.files import corpus
+
+read = corpus._done
+def delayed(*args, **kwargs):  # rank 0 reads what is done 5 s late: rank 1 has scored chunks by then
+    if os.environ.get("RANK") == "0":
+        time.sleep(5)
+    return read(*args, **kwargs)
+corpus._done = delayed
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_delayed_rank_zero_still_splits_the_rows_every_rank_splits(tiny_blenderbot_path, scorer, tmp_path):
+    """Issue 46, 0: a fresh run under torchrun whose rank 0 reads the parts folder 5 s late. Every rank
+    must split the same remaining rows (rank 0 reads them before anyone writes and tells the others),
+    else rows go to no rank ("row N was scored by no rank") or to two."""
+    rows = _rows(60)
+    src = _write_jsonl(tmp_path / "in.jsonl", rows)
+    script = tmp_path / "delayed.py"
+    script.write_text(_DELAYED_RANK_ZERO)
+    out = tmp_path / "out.jsonl"
+    done = _run([*TORCHRUN, str(script), "score", str(src), "-o", str(out), "--chunk-size", "4",
+                 *_options(tiny_blenderbot_path)])
+    counts = {int(m[0]): int(m[1]) for m in re.findall(r"rank (\d) of 2: scored (\d+) rows", done.stderr)}
+    assert sorted(counts) == [0, 1] and sum(counts.values()) == 60, done.stderr[-3000:]
+    got = _read(out)
+    assert [g["id"] for g in got] == list(range(60))
+    assert [g["full"] for g in got] == pytest.approx(_expected(scorer, rows).scores, rel=1e-5)
+
+
+_DECIDE = """
+import json, sys, time
+from full_metric.files.distributed import decided_by_rank_zero, setup, teardown
+
+rank = setup()
+calls = []
+def decide():
+    calls.append(rank.rank)
+    return f"rank {rank.rank}'s decision"
+value = decided_by_rank_zero(decide, ValueError)
+def fail():
+    if rank.rank == 0:
+        raise OSError("run.json is truncated")
+    return "rank 1 decided alone"
+started = time.monotonic()
+try:
+    outcome = decided_by_rank_zero(fail, ValueError)
+except Exception as error:
+    outcome = f"{type(error).__name__}: {error}"
+seconds = time.monotonic() - started
+with open(f"{sys.argv[1]}/rank-{rank.rank}.json", "w") as out:
+    json.dump({"value": value, "calls": calls, "outcome": outcome, "seconds": seconds}, out)
+teardown()
+"""
+
+
+def test_only_rank_zero_decides_and_its_failure_reaches_every_rank(tmp_path):
+    """Two gloo ranks: ``decided_by_rank_zero`` runs the decision on rank 0 alone and every rank takes
+    rank 0's value; an error that is not the refusal class (an OSError) on rank 0 is re-raised there and
+    raised on rank 1 within seconds, naming it (before, rank 1 waited in the broadcast for 48 h)."""
+    script = tmp_path / "decide.py"
+    script.write_text(_DECIDE)
+    _run([*TORCHRUN, str(script), str(tmp_path)], timeout=120)
+    ranks = [json.loads((tmp_path / f"rank-{r}.json").read_text()) for r in (0, 1)]
+    assert [r["value"] for r in ranks] == ["rank 0's decision"] * 2
+    assert [r["calls"] for r in ranks] == [[0], []]
+    assert ranks[0]["outcome"] == "OSError: run.json is truncated"
+    assert ranks[1]["outcome"] == "ValueError: rank 0 failed: OSError: run.json is truncated"
+    assert all(r["seconds"] < 10 for r in ranks)
+
+
+def test_each_rank_takes_its_own_gpu_before_joining_the_group(monkeypatch):
+    """Issue 46, 9: with GPUs, ``setup`` makes ``cuda:LOCAL_RANK`` the process's device before the
+    process group is joined (NCCL's collectives use the current device) and the model's device follows."""
+    import torch
+    import torch.distributed as dist
+
+    from full_metric.files import distributed
+    from full_metric.models import resolve_device
+
+    events = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 4)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda d: events.append(("set_device", d)))
+    monkeypatch.setattr(dist, "is_initialized", lambda: False)
+    monkeypatch.setattr(dist, "init_process_group", lambda backend, **k: events.append(("init", backend)))
+    distributed.setup(distributed.Rank(rank=5, world_size=8, local_rank=1, local_world_size=4))
+    assert events == [("set_device", 1), ("init", "nccl")]
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    assert resolve_device("auto") == torch.device("cuda:1")

@@ -40,8 +40,14 @@ def test_paper_preset_on_tiny_blenderbot_matches_the_separate_reference(blenderb
 
 
 def test_the_signature_written_out(blenderbot):
+    """The model's digest is sha256 over its weights and config.json (hashlib here, not the code's helper)."""
+    import hashlib
+
+    folder = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-blenderbot"
+    files = sorted([folder / "config.json", folder / "model.safetensors"])
+    assert "sha256:" + hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16] == "sha256:1569c86e468a011c"
     assert blenderbot.score(CONTEXTS[:1], RESPONSES[:1]).signature == (
-        "full:0.1.0|model:tiny-blenderbot@sha256:fe46ec3986d8a6ee|dtype:float32|engine:packed|render:blenderbot|"
+        "full:0.1.0|model:tiny-blenderbot@sha256:1569c86e468a011c|dtype:float32|engine:packed|render:blenderbot|"
         "trunc:left-128|turns:50|fu:paper-5-f55a6ff1|agg:sum|level:turn")
 
 
