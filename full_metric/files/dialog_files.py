@@ -26,6 +26,25 @@ class DialogFileError(UsageError):
     """A malformed input file: the message names the file, the line and the problem."""
 
 
+class Position(int):
+    """A row's line number (an ``int``: ordered and compared as the line) that also names the item of a
+    JSON array: ``f"line {position}"`` reads "line 1, item 5", so that the rows of a compact array, all
+    on line 1, are told apart in every message."""
+
+    item: int | None = None
+
+    def __new__(cls, line: int, item: int | None = None) -> "Position":
+        made = super().__new__(cls, line)
+        made.item = item
+        return made
+
+    def __str__(self) -> str:
+        return f"{int(self)}" if self.item is None else f"{int(self)}, item {self.item}"
+
+    def __format__(self, spec: str) -> str:  # what f-strings use
+        return format(str(self), spec)
+
+
 def iter_rows(
     handle: IO[str], suffix: str, error: type[ValueError] = DialogFileError, where: str = "", *,
     lenient: bool = False, required: str | None = None,
@@ -70,13 +89,19 @@ def _json_rows(handle: IO[str], error: type[ValueError], where: str, lenient: bo
             record = json.loads(line)
             problem = None if isinstance(record, dict) else f"expected a JSON object, got {type(record).__name__}"
         except json.JSONDecodeError as decode:
-            problem = f"not valid JSON ({decode.msg})"
+            problem = f"not valid JSON ({_json_problem(decode)})"
         if problem is None:
             yield number, record
         elif lenient:
             yield number, error(f"{where}line {number}: {problem}")
         else:
             raise error(f"{where}line {number}: {problem}")
+
+
+def _json_problem(decode: json.JSONDecodeError) -> str:
+    """What ``json`` found wrong, whole: its message ends where it would name the place ("Invalid control
+    character at"), which is said here ("... at column 23")."""
+    return f"{decode.msg.removesuffix(' at')} at column {decode.colno}"
 
 
 def json_is_array(text: str) -> bool:
@@ -86,19 +111,21 @@ def json_is_array(text: str) -> bool:
 
 
 def _json_array_rows(text: str, error: type[ValueError], where: str, lenient: bool) -> Iterator[tuple[int, Any]]:
-    """The items of a JSON array, each numbered by the line it starts on (by hand: ``json`` gives no
-    positions of items; the whole text is checked by ``json.loads`` first, so the scan cannot fail)."""
+    """The items of a JSON array, each numbered by the line it starts on and its place in the array
+    (:class:`Position`; by hand: ``json`` gives no positions of items; the whole text is checked by
+    ``json.loads`` first, so the scan cannot fail)."""
     try:
         json.loads(text)
     except json.JSONDecodeError as decode:
-        raise error(f"{where}line {decode.lineno}: not a valid JSON array ({decode.msg})") from None
-    decoder, pos = json.JSONDecoder(), text.index("[") + 1
+        raise error(f"{where}line {decode.lineno}: not a valid JSON array ({_json_problem(decode)})") from None
+    decoder, pos, number = json.JSONDecoder(), text.index("[") + 1, 0
     while True:
         pos = _skip_space(text, pos)
         if text[pos] == "]":
             return
         item, end = decoder.raw_decode(text, pos)
-        line = text.count("\n", 0, pos) + 1
+        number += 1
+        line = Position(text.count("\n", 0, pos) + 1, number)
         if isinstance(item, dict):
             yield line, item
         elif lenient:
@@ -139,10 +166,41 @@ def table_rows(
 
 
 def read_rows(path: str | Path, **options: Any) -> Iterator[tuple[int, dict[str, Any] | ValueError]]:
-    """:func:`iter_rows` of a file, streamed (``options``: those of :func:`iter_rows`); errors name the file."""
+    """:func:`iter_rows` of a file, streamed (``options``: those of :func:`iter_rows`); errors name the file.
+    The file is decoded a line at a time (:class:`_DecodedLines`), so that a byte that is not UTF-8 is
+    named at its own line (a text stream decodes 8 KB chunks and fails at the line a chunk starts on)."""
     path = Path(path)
-    with open(path, encoding="utf-8-sig", newline="") as handle:
-        yield from iter_rows(handle, path.suffix, where=f"{path}, ", **options)
+    error = options.get("error", DialogFileError)
+    with open(path, "rb") as handle:
+        yield from iter_rows(_DecodedLines(handle, error, f"{path}, "), path.suffix, where=f"{path}, ", **options)
+
+
+class _DecodedLines:
+    """The lines of a binary file as text (UTF-8, a leading byte-order mark dropped), with the
+    ``readline``, ``read`` and iteration :func:`iter_rows` uses; a line that is not UTF-8 raises
+    ``error`` naming it and the byte."""
+
+    def __init__(self, handle: IO[bytes], error: type[ValueError], where: str) -> None:
+        self.handle, self.error, self.where, self.number = handle, error, where, 0
+
+    def readline(self) -> str:
+        raw = self.handle.readline()
+        if not raw:
+            return ""
+        self.number += 1
+        if self.number == 1:
+            raw = raw.removeprefix(b"\xef\xbb\xbf")
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as decode:
+            raise self.error(f"{self.where}line {self.number}: not UTF-8 text (byte {decode.start + 1} of the line: "
+                             f"{decode.reason}); save the file as UTF-8") from None
+
+    def read(self) -> str:
+        return "".join(iter(self.readline, ""))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.readline, "")
 
 
 #: The sources :func:`open_rows` reads: these files, and ``hf:NAME`` (a Hub dataset).
@@ -210,6 +268,17 @@ def check_row(
     hold a turn). ``csv_row``: a row of a CSV file whose header has the context column, where an
     empty cell is a missing value (an empty context, no response). A known field's name misspelled
     is refused (:func:`_refuse_misspelled`)."""
+    if not csv_row:
+        for column in (context_column, response_column):
+            if column in row and row[column] is None:
+                raise error(f"{where}: field {column!r} is null; give it as a string"
+                            + (", or leave the field out to score the whole dialog" if column == response_column else ""))
+    response = row.get(response_column)
+    if response is None:
+        named = next((k for k in row if str(k).strip().lower() in RESPONSE_LIKE and row[k] not in (None, "")), None)
+        if named is not None:
+            raise error(f"{where}: no field {response_column!r} but a field {named!r}: the row would be scored as a "
+                        f"whole dialog; rename {named!r} to {response_column!r} to score it as the response")
     _refuse_misspelled(row, where, error, (context_column, response_column))
     if row.get(context_column) is None and not csv_row:
         raise error(f"{where}: missing field {context_column!r}")
@@ -218,12 +287,6 @@ def check_row(
         context = split_turns(context)
     if not isinstance(context, (list, tuple)) or not all(isinstance(t, str) for t in context):
         raise error(f"{where}: field {context_column!r} must be a list of strings or a string with a turn per line")
-    response = row.get(response_column)
-    if response is None:
-        named = next((k for k in row if str(k).strip().lower() in RESPONSE_LIKE and row[k] not in (None, "")), None)
-        if named is not None:
-            raise error(f"{where}: no field {response_column!r} but a field {named!r}: the row would be scored as a "
-                        f"whole dialog; rename {named!r} to {response_column!r} to score it as the response")
     if response is not None and not isinstance(response, str):
         raise error(f"{where}: field {response_column!r} must be a string")
     if response is not None and not response.strip():
@@ -234,14 +297,15 @@ def check_row(
 
 
 def _refuse_misspelled(row: dict[str, Any], where: str, error: type[ValueError], known: Sequence[str]) -> None:
-    """Refuse a field that is a known field's name misspelled ("reponse", "Context"), naming the one
-    meant: it would otherwise be kept as an extra column and the row scored as something else. Other
-    extra fields (``id``, ``system``, ``response_id``...) are kept and written back with the scores."""
+    """Refuse a field that is a known field's name misspelled ("reponse", "Context") while that known
+    field is missing, naming the one meant: the row would otherwise be scored as something else. With
+    the known field present, a look-alike (``responder``, ``response_a``, ``content``) is an extra
+    column like any other (``id``, ``system``...): kept and written back with the scores."""
     for key in row:
         name = str(key).strip().lower()
         if key in known:
             continue
-        close = [k for k in known if abs(len(name) - len(k)) <= 2
+        close = [k for k in known if k not in row and abs(len(name) - len(k)) <= 2
                  and difflib.SequenceMatcher(None, name, k).ratio() >= 0.8]
         if close:
             raise error(f"{where}: unknown field {key!r}; did you mean {close[0]!r}? (other fields are kept as they "

@@ -9,7 +9,9 @@ dialog): the share of contexts where each beats the human, with a 95% interval (
         -o reports/smollm2-complaints/probe.json
 
 Each context is a held-out dialog cut at a random turn (seeded, `research.probe.cut_dialogs`): at most
-four turns before the cut, and the turn at the cut as the human's answer. Writes the figures as JSON and prints a Markdown table."""
+four turns before the cut, and the turn at the cut as the human's answer. Writes the figures as JSON after each
+judge (a judge already in the output, probed on the same contexts, is kept: a long probe goes on where it
+stopped) and prints a Markdown table."""
 
 from __future__ import annotations
 
@@ -33,16 +35,23 @@ def main() -> None:
     parser.add_argument("-o", "--output", required=True)
     args = parser.parse_args()
     dialogs = held_out_dialogs(args.source, args.held_out)[: args.contexts]
+    output = Path(args.output)
     record: dict = {"contexts": len(dialogs), "seed": args.seed, "judges": {}}
+    if output.is_file():  # judges probed before on the same contexts are kept (a long probe goes on)
+        earlier = json.loads(output.read_text(encoding="utf-8"))
+        if (earlier["contexts"], earlier["seed"]) == (record["contexts"], record["seed"]):
+            record["judges"] = earlier["judges"]
     for named in args.judge:
         name, _, model = named.partition("=")
+        if name in record["judges"]:
+            continue
         judge = FullScorer(model, progress=False)
         rows = gaming_probe(lambda c, r: judge.score(c, r).scores, dialogs, args.seed)
         record["judges"][name] = {"signature": judge.signature(), "answers": {
             r.answer: {"beats_human": r.rate, "low": r.low, "high": r.high, "wins": r.wins, "contexts": r.contexts,
                        "mean": r.mean_score}
             for r in rows}}
-    Path(args.output).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        output.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")  # after each judge
     print(markdown_table(record))
 
 

@@ -52,5 +52,6 @@ train() {  # train NAME SEED MODEL [adapt options]: the judge $JUDGES/smollm2-re
   cp "$judge/adaptation.json" "$OUT/adaptation-$name-s$seed.json"
 }
 train mix 0 "$GGUF" --max-pairs "$PAIRS" --mix "$MIX"
-[ -f "$OUT/probe.json" ] || timed "probe" python reports/smollm2-complaints/probe.py --judge base=smollm2-gguf \
+# the probe writes after each judge and keeps the judges already in its output: it goes on where it stopped
+timed "probe" python reports/smollm2-complaints/probe.py --judge base=smollm2-gguf \
     --judge shipped=smollm2-complaints --judge "mix=$JUDGES/smollm2-relevance-mix-s0" -o "$OUT/probe.json"
