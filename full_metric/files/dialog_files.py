@@ -15,11 +15,16 @@ import os
 from pathlib import Path
 from typing import IO, Any, Iterator, Sequence
 
-from ..errors import UsageError
+from ..errors import UsageError, install_hint
 from ..turns import split_turns
 
-#: The suffixes of the files :func:`iter_rows` reads.
+#: The suffixes of the files :func:`iter_rows` reads (the app's uploads too: one list).
 ROW_SUFFIXES = (".jsonl", ".json", ".csv")
+
+
+def suffix_list(suffixes: Sequence[str]) -> str:
+    """``.jsonl, .json or .csv``: suffixes as a message names them."""
+    return ", ".join(suffixes[:-1]) + f" or {suffixes[-1]}" if len(suffixes) > 1 else suffixes[0]
 
 
 class DialogFileError(UsageError):
@@ -70,7 +75,7 @@ def iter_rows(
     elif suffix == ".jsonl":
         yield from _json_rows(handle, error, where, lenient)
     else:
-        raise error(f"{where}expected a .jsonl or .csv file, not {suffix or 'a file without extension'}")
+        raise error(f"{where}expected a {suffix_list(ROW_SUFFIXES)} file, not {suffix or 'a file without extension'}")
 
 
 def _json_rows(handle: IO[str], error: type[ValueError], where: str, lenient: bool) -> Iterator[tuple[int, Any]]:
@@ -204,7 +209,7 @@ class _DecodedLines:
 
 
 #: The sources :func:`open_rows` reads: these files, and ``hf:NAME`` (a Hub dataset).
-SOURCE_SUFFIXES = (".jsonl", ".json", ".csv", ".parquet")
+SOURCE_SUFFIXES = (*ROW_SUFFIXES, ".parquet")
 #: A source naming a Hub dataset: ``hf:NAME``.
 HUB_PREFIX = "hf:"
 
@@ -218,7 +223,7 @@ def source_kind(source: str | Path) -> str:
         return "hub"
     suffix = Path(text).suffix.lower()
     if suffix not in SOURCE_SUFFIXES:
-        raise DialogFileError(f"{text}: expected one of {', '.join(SOURCE_SUFFIXES)}, or hf:NAME for a Hub dataset")
+        raise DialogFileError(f"{text}: expected a {suffix_list(SOURCE_SUFFIXES)} file, or hf:NAME for a Hub dataset")
     if suffix in (".parquet", ".csv"):
         return suffix[1:]
     if suffix == ".jsonl":  # one JSON value per line, whatever the first line holds
@@ -244,7 +249,7 @@ def open_rows(
             import datasets
         except ImportError:
             raise error("Parquet files and Hub datasets need the datasets package: "
-                        "pip install 'full-metric[evaluate]'") from None
+                        + install_hint("evaluate", "datasets")) from None
         stream = (datasets.load_dataset(text[len(HUB_PREFIX):], config, split=split, streaming=True) if kind == "hub"
                   else datasets.load_dataset("parquet", data_files=text, split="train", streaming=True))
         yield from ((f"{text}, row {number}", row, False) for number, row in enumerate(stream, start=1))

@@ -40,7 +40,7 @@ from typing import Any, Sequence
 import torch
 from tqdm.auto import tqdm
 
-from ..errors import UsageError
+from ..errors import UsageError, install_hint
 from ..models import PACKAGED_MODELS, is_adapter, native_bf16, packaged_model, resolve_device
 from ..scorer import FullScorer
 from ..version import __version__
@@ -261,9 +261,9 @@ def _check_request(model: Any, output: Path, gguf_file: str | None, method: str,
         raise AdaptError(f"held_out must be a fraction between 0 and 1, got {held_out!r}")
     named_gguf = gguf_file is not None or (isinstance(model, str) and model.lower().endswith(".gguf"))
     if named_gguf and importlib.util.find_spec("gguf") is None:
-        raise AdaptError("a GGUF judge needs the gguf package to be dequantized: pip install 'full-metric[gguf]'")
+        raise AdaptError(f"a GGUF judge needs the gguf package to be dequantized: {install_hint('gguf', 'gguf accelerate')}")
     if method == "lora" and importlib.util.find_spec("peft") is None:
-        raise AdaptError("LoRA needs peft: pip install 'full-metric[adapt]' (or method='full')")
+        raise AdaptError(f"LoRA needs peft: {install_hint('adapt', 'peft')} (or method='full')")
 
 
 def _autocast(name: str, device_type: str) -> torch.dtype | None:

