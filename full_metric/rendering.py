@@ -249,11 +249,11 @@ class Renderer:
             return list(self.tokenizer(self.context_text(kept), add_special_tokens=False, verbose=False)["input_ids"])
 
         found = cut_whole_turns(ids, turns, max_tokens)
-        # no room for the context: not even the last turn fits, or it alone fills the budget
-        if found is None or (found[2] == 1 < len(turns) and len(found[0]) == max_tokens):
+        if found is None:  # not even the last turn fits: its end, and no context read
             cut = encode_text(self.tokenizer, self.context_text(turns), max_tokens, False)
             return EncodedDialog(cut.context_ids, cut.dropped_tokens, context_read=False)
-        return EncodedDialog(tuple(found[0]), found[1])
+        # the last turn the only one kept of several: no whole context turn fits beside it
+        return EncodedDialog(tuple(found[0]), found[1], context_read=not found[2] == 1 < len(turns))
 
 
 def encode_text(tokenizer: Any, text: str, max_tokens: int, add_special_tokens: bool, keep: str = "end") -> EncodedDialog:

@@ -113,7 +113,9 @@ class FullResult:
     """Scores of a list of dialogs, in input order; higher is better.
 
     Attributes:
-        scores: one score per dialog.
+        scores: one score per dialog; NaN for a dialog the model could read none of the context of (its
+            response alone fills the model's positions): FULL of a dialog needs the dialog, so such a
+            response gets no number that could outrank real replies (:attr:`unscored` lists them).
         follow_up_log_likelihoods: per dialog, log p(f_i | dialog) (summed over the follow-up's
             tokens, natural log) for each follow-up, in ``follow_ups`` order.
         follow_up_token_counts: the number of scored tokens of each follow-up.
@@ -138,8 +140,15 @@ class FullResult:
 
     @property
     def mean(self) -> float:
-        """The corpus score: the mean of the per-dialog scores (NaN for no dialogs)."""
-        return math.fsum(self.scores) / len(self.scores) if self.scores else float("nan")
+        """The corpus score: the mean of the per-dialog scores, the :attr:`unscored` left out (NaN when
+        no dialog was scored)."""
+        scored = [s for s in self.scores if not math.isnan(s)]
+        return math.fsum(scored) / len(scored) if scored else float("nan")
+
+    @property
+    def unscored(self) -> list[int]:
+        """The dialogs (indices) left unscored because no context was read: NaN scores."""
+        return [i for i, s in enumerate(self.scores) if math.isnan(s)]
 
     def __len__(self) -> int:
         return len(self.scores)
@@ -150,4 +159,5 @@ class FullResult:
         out["follow_ups"] = list(self.follow_ups)
         out["positive_follow_ups"] = list(self.positive_follow_ups)
         out["mean"] = self.mean
+        out["unscored"] = self.unscored
         return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any, Sequence
 
 import torch
@@ -308,11 +309,12 @@ class FullScorer:
             encoded = self.encode(dialogs, targets)
             unique = _unique_contexts(encoded)
             values = self._batched(name, list(unique), targets, size, show)
-        per_dialog = [values[unique[e.context_ids]] for e in encoded]
         counts = [len(t) for t in targets]
-        log_likelihoods = [[ll for ll, _ in v] for v in per_dialog]
+        # a dialog whose context the model read none of gets NaN: FULL of it is not a number to rank
+        log_likelihoods = [[ll for ll, _ in values[unique[e.context_ids]]] if e.context_read else [math.nan] * len(counts)
+                           for e in encoded]
         return FullResult(
-            scores=[aggregate([ll for ll, _ in v], counts, agg, len(pos)) for v in per_dialog],
+            scores=[aggregate(ll, counts, agg, len(pos)) for ll in log_likelihoods],
             follow_up_log_likelihoods=log_likelihoods,
             follow_up_token_counts=counts,
             follow_ups=scored,
@@ -337,16 +339,16 @@ class FullScorer:
                max_context: int | None = None) -> list[EncodedDialog]:
         """Each dialog's context ids within the budget these targets leave, or ``max_context`` tokens
         when fewer (call under the model's lock: the tokenizer is not thread-safe). Responses that
-        leave no room for their context are scored on their own end and counted in one warning that
-        names them."""
+        leave no room for any of their context are counted in one warning that names them (:meth:`score`
+        gives them NaN)."""
         limit = self.context_limit(targets)
         limit = limit if max_context is None else max(1, min(limit, max_context))
         encoded = [self.renderer.encode(turns, limit) for turns in dialogs]
         alone = [i for i, e in enumerate(encoded) if not e.context_read]
         if alone:
             logger.warning("%d of %d responses leave no room for their context within the model's %d tokens (items %s): "
-                           "each was scored on its own end, without its context; shorten them, or use a model that "
-                           "reads more", len(alone), len(encoded), limit,
+                           "they are not scored (NaN, left out of the mean, listed in the result's unscored); shorten "
+                           "them, or use a model that reads more", len(alone), len(encoded), limit,
                            ", ".join(map(str, alone[:20])) + (" ..." if len(alone) > 20 else ""))
         return encoded
 

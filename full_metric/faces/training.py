@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -270,7 +271,7 @@ def _completion_response(completion: Any, where: str) -> str:
     return answers_module.response_of("\n".join(_messages_text(completion, where)[0]))
 
 
-def full_reward(scorer: FullScorer | None = None, **settings: Any) -> Callable[..., list[float]]:
+def full_reward(scorer: FullScorer | None = None, **settings: Any) -> Callable[..., list[float | None]]:
     """A reward function for TRL (``GRPOTrainer(reward_funcs=[full_reward(...)])``): the FULL score
     of each completion as the answer to its prompt, unscaled.
 
@@ -283,7 +284,7 @@ def full_reward(scorer: FullScorer | None = None, **settings: Any) -> Callable[.
     """
     judge = LazyScorer(scorer, **settings)
 
-    def reward(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float]:
+    def reward(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
         if len(prompts) != len(completions):
             raise UsageError(f"got {len(prompts)} prompts but {len(completions)} completions; they must pair up")
         contexts, responses = [], []
@@ -293,7 +294,8 @@ def full_reward(scorer: FullScorer | None = None, **settings: Any) -> Callable[.
                 raise UsageError(f"prompts[{i}] has no user turn: there is nothing for the completion to answer")
             contexts.append(turns)
             responses.append(_completion_response(completion, f"completions[{i}]"))
-        return judge.get().score(contexts, responses).scores
+        # a response too long for any context gets None, TRL's "no reward here" (never a number to gain)
+        return [None if math.isnan(v) else v for v in judge.get().score(contexts, responses).scores]
 
     reward.__name__ = "full"  # TRL logs each reward under its function's name
     reward.judge = judge  # type: ignore[attr-defined]

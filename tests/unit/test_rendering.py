@@ -98,9 +98,29 @@ def test_a_response_that_leaves_no_room_for_the_context_is_flagged(tokenizer, re
 
 
 def test_the_reference_rendering_still_cuts_the_end(tokenizer):
-    """The authors' package cut long inputs on the right: the reference preset keeps that (parity)."""
-    encoded = Renderer(tokenizer, "reference", True).encode(["Hi!", "word " * 200], 32)
-    assert len(encoded.context_ids) == 32 and encoded.dropped_tokens > 0
+    """The authors' package cut long inputs on the right: the reference preset keeps that (parity):
+    the start of the dialog stays, the end of the long last turn goes."""
+    turns = ["Hi there!", "word " * 200 + "THE END"]
+    encoded = Renderer(tokenizer, "reference", True).encode(turns, 32)
+    whole = Renderer(tokenizer, "reference", True).encode(turns, 10_000).context_ids
+    assert len(encoded.context_ids) == 32 and encoded.dropped_tokens == len(whole) - 32
+    text = tokenizer.decode(encoded.context_ids, skip_special_tokens=True)
+    assert text.lstrip().startswith("Hi there!") and "THE END" not in text
+    assert tuple(encoded.context_ids[:20]) == tuple(whole[:20])  # the start, token for token
+
+
+def test_a_chat_template_response_that_leaves_no_room_for_any_whole_context_turn_is_flagged(tokenizer):
+    """Issue 46, 5: with a budget that holds the response but no whole context turn beside it, the
+    context is dropped: flagged for every context (before, only when the response filled the budget
+    exactly, so three different contexts gave one score, silently)."""
+    chat = Renderer(_with_template(tokenizer, SYSTEM_TEMPLATE), "chat_template", False)
+    response = "Great, I went hiking with my friends by the lake."
+    alone = len(chat.encode([response], 10_000).context_ids)
+    for context in (["Hi! How was your weekend, my dear old friend?"], ["Do you cook?", "Not really, no."],
+                    ["What did you do on Saturday afternoon with everyone?"]):
+        assert len(chat.encode([context[-1]], 10_000).context_ids) > 3  # no context turn fits in 3 more tokens
+        encoded = chat.encode([*context, response], alone + 3)
+        assert not encoded.context_read, context
 
 
 @pytest.mark.parametrize("turns", [1, 2, 3, 6])

@@ -149,9 +149,11 @@ def test_a_family_preset_on_another_family_warns_naming_both(tiny_blenderbot_pat
 
 
 def test_responses_too_long_for_any_context_are_counted_in_one_warning(tiny_blenderbot_path, caplog):
-    """A 20,000-word response is never scored silently as if in context: it is scored on its own end,
-    and one warning counts such responses and names their items; a long context alone is just cut."""
+    """A 20,000-word response gets no score (NaN: never a number that outranks real replies), is left
+    out of the mean and listed as unscored; one warning counts such responses and names their items; a
+    long context alone is just cut."""
     import logging
+    import math
 
     scorer = FullScorer(str(tiny_blenderbot_path), progress=False)
     long = " ".join(["word"] * 20_000)
@@ -160,7 +162,23 @@ def test_responses_too_long_for_any_context_are_counted_in_one_warning(tiny_blen
     warned = [r.getMessage() for r in caplog.records if "leave no room" in r.getMessage()]
     assert len(warned) == 1 and warned[0].startswith("2 of 3 responses leave no room") and "(items 1, 2)" in warned[0]
     assert len(result.scores) == 3 and result.dropped_tokens[1] > 0
+    assert not math.isnan(result.scores[0]) and all(math.isnan(s) for s in result.scores[1:])
+    assert result.unscored == [1, 2] and result.mean == result.scores[0]
+    assert result.to_dict()["unscored"] == [1, 2]
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="full_metric.scorer"):
         result = scorer.score([[long, "How are you?"]], ["Fine, thanks."])
     assert result.dropped_tokens[0] > 0 and not [r for r in caplog.records if "leave no room" in r.getMessage()]
+
+
+def test_the_reward_pays_nothing_for_a_response_too_long_for_any_context(tiny_blenderbot_path):
+    """full_reward gives such a completion None (TRL: no reward from this function), never a score that
+    could beat a real reply; the others keep their scores."""
+    from full_metric.training import full_reward
+
+    scorer = FullScorer(str(tiny_blenderbot_path), progress=False)
+    reward = full_reward(scorer)
+    long = " ".join(["word"] * 20_000)
+    got = reward(["Hi! How was your weekend?", "Do you cook?"], ["Great, I went hiking.", long])
+    same = scorer.score([["Hi! How was your weekend?"], ["Do you cook?"]], ["Great, I went hiking.", long]).scores
+    assert got[1] is None and got[0] == same[0]  # the same batch, the same number
