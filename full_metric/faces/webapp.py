@@ -147,7 +147,9 @@ class _Handlers:
         except UsageError as error:
             raise gr.Error(str(error)) from None
         chart = self.chart(["dialog"], result.follow_ups, result.follow_up_log_likelihoods)
-        return f"{result.scores[0]:.3f}", chart, result.signature
+        if result.unscored:
+            raise gr.Error("the last turn leaves the model no room for the turns before it: shorten it")
+        return result.scores[0], chart, result.signature
 
     def read(self, upload: Any) -> tuple[Path, list[tuple[int, dict[str, Any]]]]:
         """The uploaded file's path and its (line number, row) pairs, checked."""
@@ -275,7 +277,7 @@ def _dialog_tab(gr: Any, handlers: _Handlers, options: list[Any]) -> None:
     with gr.Tab("Score a dialog"):
         whole = gr.Textbox(label="Whole dialog (one turn per line)", lines=8, elem_id="dialog-text")
         button = gr.Button("Score", variant="primary", elem_id="dialog-score")
-        score = gr.Textbox(label="Dialog-level FULL", interactive=False, elem_id="dialog-result")
+        score = gr.Number(label="Dialog-level FULL", interactive=False, precision=3, elem_id="dialog-result")
         chart = gr.BarPlot(x="candidate", y="log-likelihood", color="follow-up",
                            label="Log-likelihood of each follow-up (stacked)")
         gr.Markdown(CHART_NOTE)

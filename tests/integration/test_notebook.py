@@ -35,3 +35,22 @@ def test_compare_models_notebook_executes_and_shows_the_comparison():
     assert "paired bootstrap resampling (1000 resamples), seed 12345" in text
     # the chart cell shows a PNG figure
     assert any("image/png" in o.get("data", {}) for o in code[-1].outputs)
+
+
+def test_the_notebooks_links_and_needs_are_stated():
+    """The notebook says which extras it needs, and every relative link of its text leads to a file
+    and a heading that exist (it pointed to a README section that did not)."""
+    import json
+    import re
+
+    cells = json.loads(NOTEBOOK.read_text(encoding="utf-8"))["cells"]
+    text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    assert 'pip install -e ".[gguf,analysis]"' in text
+    links = re.findall(r"\]\((\.\./[^)#]+)(?:#([^)]+))?\)", text)
+    assert links
+    for path, anchor in links:
+        target = (NOTEBOOK.parent / path).resolve()
+        assert target.is_file(), path
+        headings = {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-")
+                    for h in re.findall(r"^#+ (.+)$", target.read_text(encoding="utf-8"), re.M)}
+        assert not anchor or anchor in headings, (path, anchor)

@@ -180,6 +180,9 @@ def test_the_docs_probe_table_is_the_probes_record():
     assert f"an echo in {share('shipped', 'echo')} ({share('base', 'echo')})" in readme
     assert (f"another conversation still in {share('shipped', 'other conversation')} "
             f"({share('base', 'other conversation')})") in readme
+    app = " ".join((REPO / "docs" / "app.md").read_text(encoding="utf-8").split())
+    assert (f'"Yes." beats the human\'s next turn in {share("shipped", "Yes.")} of them, against '
+            f'{share("base", "Yes.")} with its base') in app
 
 
 def test_the_docs_agreement_rows_are_the_reports():
