@@ -297,6 +297,20 @@ def test_pairs_are_real_against_corrupted(distinct):
             assert p.corrupted in complaints.TRAINING_GENERIC_REPLIES
 
 
+def test_a_pairs_margin_is_fulls_score_of_the_real_turn_minus_the_corrupted(tiny_blenderbot_path):
+    """The objective's margin, checked against FullScorer.score (not the objective's own code): real
+    minus corrupted, so that training pushes the real turn up."""
+    scorer = FullScorer(str(tiny_blenderbot_path), progress=False)
+    pairs = [complaints.Pair(("Hi! How was your weekend?",), "Great, I went hiking.", "Yes.", "generic"),
+             complaints.Pair(("Do you cook?", "Not really."), "Why not?", "Window window.", "repeated")]
+    with torch.no_grad():
+        margins = complaints.pair_margins(scorer, scorer.model, pairs, None).tolist()
+    real = scorer.score([list(p.context) for p in pairs], [p.real for p in pairs]).scores
+    corrupted = scorer.score([list(p.context) for p in pairs], [p.corrupted for p in pairs]).scores
+    assert margins == pytest.approx([r - c for r, c in zip(real, corrupted)], rel=1e-5, abs=1e-4)
+    assert all(abs(m) > 1e-2 for m in margins)  # not a sign the tolerance could hide
+
+
 def test_held_out_pairs_are_the_same_whatever_the_training_mix(distinct):
     """The sweep compares runs by held-out pair accuracy: their held-out pairs must be one yardstick
     (the default mix), while the training pairs follow the run's own mix."""
@@ -322,16 +336,18 @@ def learnable(tmp_path_factory) -> Path:
 
 
 def _held_out_margin(model: str, learnable: Path) -> float:
-    """The mean of score(real) - score(corrupted) over adapt's held-out pairs of ``learnable``."""
+    """The mean of score(real) - score(corrupted) over adapt's held-out pairs of ``learnable``, by
+    :meth:`FullScorer.score` (a margin of the wrong sign in the objective's code cannot hide here)."""
     import random
 
     from full_metric.research.adapt_data import HELD_OUT_SEED, held_out_dialogs
 
     pairs = complaints.make_pairs(held_out_dialogs([str(learnable)], 0.0625), random.Random(HELD_OUT_SEED + 1),
                                   complaints.DEFAULT_MIX)
-    scorer = FullScorer(model, progress=False)
-    with torch.no_grad():
-        return float(complaints.pair_margins(scorer, scorer.model, pairs, 512).mean())
+    scorer = FullScorer(model, progress=False)  # FULL's own scores, not the objective's code
+    real = scorer.score([list(p.context) for p in pairs], [p.real for p in pairs]).scores
+    corrupted = scorer.score([list(p.context) for p in pairs], [p.corrupted for p in pairs]).scores
+    return sum(r - c for r, c in zip(real, corrupted)) / len(pairs)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -452,9 +468,14 @@ def test_a_killed_run_resumed_makes_the_uninterrupted_judge(kind, learnable, lla
 
 
 def test_resume_without_a_checkpoint_starts_afresh(learnable, llama_folder, tmp_path):
-    done = adapt(str(llama_folder), [str(learnable)], tmp_path / "j", objective="complaints", max_pairs=8,
-                 batch_size=4, held_out=0.05, lora_rank=4, progress=False, resume=True)
-    assert done.steps == 2 and (tmp_path / "j" / "adaptation.json").exists()
+    """--resume with no checkpoint is a fresh run: the very judge a run without --resume makes."""
+    options = dict(objective="complaints", max_pairs=8, batch_size=4, held_out=0.05, lora_rank=4, progress=False)
+    done = adapt(str(llama_folder), [str(learnable)], tmp_path / "j", resume=True, **options)
+    fresh = adapt(str(llama_folder), [str(learnable)], tmp_path / "fresh", **options)
+    assert done.steps == fresh.steps == 2 and done.digest == fresh.digest
+    assert done.held_out_pair_accuracy_after == fresh.held_out_pair_accuracy_after
+    a, b = _weights(tmp_path / "j"), _weights(tmp_path / "fresh")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
 @pytest.mark.parametrize("schedule, warmup", [("linear", 1), ("constant", 10)])
@@ -602,6 +623,11 @@ def test_the_command_line_takes_adapts_defaults_and_choices_from_one_table():
 
     from full_metric.research.commands import ADAPT_SETTINGS
 
+    # the documented defaults, written out (the table itself could drift with the docs' words)
+    cli_docs = " ".join((Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text(encoding="utf-8").split())
+    assert "(`--schedule linear`, the default;" in cli_docs and adapt_options.default("schedule") == "linear"
+    assert (adapt_options.default("objective"), adapt_options.default("method")) == ("dialogs", "lora")
+    assert (adapt_options.default("max_pairs"), adapt_options.default("checkpoint_every")) == (2000, 25)
     parser = build_parser()
     args = parser.parse_args(["adapt", "chitchat", "-o", "judge"])
     signature = inspect.signature(adapt_module.adapt).parameters

@@ -465,17 +465,22 @@ def test_callbacks_given_to_the_trainer_reach_on_log_or_are_refused_before_train
 # -- the judge's placement: one rule for the three faces --------------------------------------
 def test_judge_placement_is_one_rule(monkeypatch):
     from full_metric.faces.training import judge_placement
-    from full_metric.models import resolve_device
 
-    here = resolve_device(None)  # nothing given: the best on this machine (a GPU where there is one)
-    assert judge_placement({}, None)["device"] == str(here)
-    assert judge_placement({"device": "auto"}, None) == {"device": str(here),
-                                                          "dtype": None if here.type == "cpu" else "bfloat16"}
-    # under torchrun on a machine with two GPUs, "auto" is this process's own GPU (LOCAL_RANK)
+    # nothing given, on a machine without accelerators: the CPU, in the model's own float32 (literal
+    # expectations, not the function judge_placement calls)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    assert judge_placement({}, None) == {"device": "cpu", "dtype": None}
+    assert judge_placement({"device": "auto"}, None) == {"device": "cpu", "dtype": None}
+    # one GPU, no launcher: cuda, in bfloat16
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    assert judge_placement({}, None) == {"device": "cuda", "dtype": "bfloat16"}
+    # under torchrun on a machine with two GPUs, "auto" is this process's own GPU (LOCAL_RANK)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     monkeypatch.setenv("LOCAL_RANK", "1")
-    assert judge_placement({"device": "auto"}, None)["device"] == "cuda:1" == str(resolve_device("auto"))
+    assert judge_placement({"device": "auto"}, None)["device"] == "cuda:1"
     monkeypatch.setenv("LOCAL_RANK", "0")
     assert judge_placement({}, None)["device"] == "cuda:0"
     monkeypatch.undo()

@@ -139,3 +139,14 @@ def test_the_policy_prompt_and_the_judge_give_the_turns_to_the_same_speakers(tok
     prompt = prompt_text(plain, context, SimpleNamespace(is_encoder_decoder=False))
     judge = Renderer(tokenizer, "speaker", False).context_text([*context, "the answer"])
     assert judge == f"{prompt} the answer\nA:"
+
+
+@pytest.mark.parametrize("rendering, family", [("blenderbot", True), ("speaker", False), ("chat_template", False)])
+def test_a_response_that_exactly_fills_the_budget_is_flagged(tokenizer, rendering, family):
+    """The edge case: the response alone is exactly the budget, so no context token is read (flagged);
+    with room for a short context beside it, the context is read."""
+    renderer = Renderer(_with_template(tokenizer, SYSTEM_TEMPLATE), rendering, family)
+    response = "I went hiking by the lake with my two brothers and our dog."
+    exact = len(renderer.encode([response], 10_000).context_ids)
+    assert not renderer.encode(["Hi!", response], exact).context_read
+    assert renderer.encode(["Hi!", response], exact + 20).context_read
