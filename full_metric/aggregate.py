@@ -27,6 +27,13 @@ def check_aggregation(aggregation: str) -> str:
     return aggregation
 
 
+def check_signs(positive: int, aggregation: str) -> None:
+    """The one rule of signs: positive follow-ups need an aggregation that can turn their sign
+    (``perplexity`` cannot). Settings, the scorer and the training objective all ask here."""
+    if positive and aggregation == "perplexity":
+        raise UsageError(f"the {aggregation!r} aggregation takes no positive follow-ups; use 'sum', 'mean' or 'balanced'")
+
+
 def aggregate_tensor(log_likelihoods: torch.Tensor, token_counts: Sequence[int], aggregation: str,
                      positive: int = 0) -> torch.Tensor:
     """Each dialog's score from a (dialogs x follow-ups) tensor of summed log-likelihoods and the
@@ -34,8 +41,7 @@ def aggregate_tensor(log_likelihoods: torch.Tensor, token_counts: Sequence[int],
     count with the opposite sign. The one aggregation: :func:`aggregate` and the training objective
     call it."""
     check_aggregation(aggregation)
-    if aggregation == "perplexity" and positive:
-        raise UsageError(f"the {aggregation!r} aggregation takes no positive follow-ups; use 'sum', 'mean' or 'balanced'")
+    check_signs(positive, aggregation)
     split = log_likelihoods.shape[1] - positive
     neg, pos = log_likelihoods[:, :split], log_likelihoods[:, split:]
     if aggregation == "sum":

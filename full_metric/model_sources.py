@@ -21,6 +21,12 @@ PACKAGED_MODELS: dict[str, tuple[str, str, str]] = {
 }
 
 
+def packaged_name_of_file(file: str) -> str | None:
+    """The packaged model whose file is ``file`` (an adapter's base is recorded by its file name), or
+    ``None``: the one answer to "is this base a packaged model?"."""
+    return next((name for name, (_, packaged, _) in PACKAGED_MODELS.items() if packaged == file), None)
+
+
 def packaged_model(name: str) -> str:
     """The file of a packaged model (:data:`PACKAGED_MODELS`), or ``ValueError`` naming the package
     and its install command when it is not installed."""

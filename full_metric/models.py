@@ -18,8 +18,8 @@ import torch
 
 from .errors import UsageError, install_hint
 from .model_sources import (
-    PACKAGED_MODELS, check_model_source, hub_commit, is_local, packaged_model, refuse_near_packaged_name,
-    unreachable_message,
+    PACKAGED_MODELS, check_model_source, hub_commit, is_local, packaged_model, packaged_name_of_file,
+    refuse_near_packaged_name, unreachable_message,
 )
 
 logger = logging.getLogger(__name__)
@@ -309,7 +309,7 @@ def _load_adapter(source: str, tokenizer: Any, torch_dtype: torch.dtype | None) 
     except ImportError:
         raise UsageError(f"{folder.name} is a LoRA adapter: loading it on its base model needs peft: "
                          + install_hint("adapt", "peft")) from None
-    packaged = next((n for n, (_, file, _) in PACKAGED_MODELS.items() if file == base_name), None)
+    packaged = packaged_name_of_file(base_name)
     base_source = packaged_model(packaged) if packaged else str(config.get("base_model_name_or_path") or base_name)
     base = _load_pretrained(base_source, tokenizer, None, torch_dtype, None)
     if base.revision != base_revision:

@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
-from .aggregate import AGGREGATIONS, check_aggregation
+from .aggregate import AGGREGATIONS, check_aggregation, check_signs
 from .engines import ENGINE_OPTIONS
 from .errors import UsageError, UsageTypeError
 from .follow_ups import resolve_follow_ups
@@ -221,12 +221,6 @@ def resolve_positive(
     return chosen
 
 
-def check_signs(positive: Sequence[str], aggregation: str) -> None:
-    """Positive follow-ups need an aggregation that can turn their sign."""
-    if positive and aggregation == "perplexity":
-        raise UsageError("the 'perplexity' aggregation takes no positive follow-ups; use 'sum', 'mean' or 'balanced'")
-
-
 def resolve_options(values: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any]:
     """The follow-ups (negative and positive) and aggregation that ``values`` ask for, each missing
     one (``None``) taken from ``base`` (a preset at load, the scorer's own for a call): the one rule
@@ -235,7 +229,7 @@ def resolve_options(values: Mapping[str, Any], base: Mapping[str, Any]) -> dict[
     negative = resolve_follow_ups(values.get("follow_ups"), base["follow_ups"])
     positive = resolve_positive(values.get("positive_follow_ups"), base.get("positive_follow_ups", ()), negative)
     aggregation = check_aggregation(values.get("aggregation") or base["aggregation"])
-    check_signs(positive, aggregation)
+    check_signs(len(positive), aggregation)
     return {"follow_ups": negative, "positive_follow_ups": positive, "aggregation": aggregation}
 
 

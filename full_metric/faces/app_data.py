@@ -16,11 +16,12 @@ from dataclasses import field, make_dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
+from ..aggregate import check_signs
 from ..files.dialog_files import ROW_SUFFIXES, OneLevel, check_row, scored_records, suffix_list, table_rows
 from ..errors import UsageError
 from ..follow_ups import NAMED_SETS, validate_follow_ups
 from ..scorer import FullScorer
-from ..settings import Setting, check_signs, positive_int, resolve_positive
+from ..settings import Setting, positive_int, resolve_positive
 from ..turns import split_turns
 
 
@@ -244,7 +245,7 @@ def choose_settings(
     agg = scorer.aggregation if aggregation == PRESET_CHOICE else aggregation
     try:
         resolve_positive(positive, (), follow_ups)
-        check_signs(positive, agg)
+        check_signs(len(positive), agg)
     except ValueError as error:
         raise InputError(str(error)) from None
     return {"follow_ups": follow_ups, "positive_follow_ups": positive, "aggregation": agg}

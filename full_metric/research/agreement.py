@@ -66,9 +66,10 @@ def context_spearman(scores: Sequence[float], ratings: Sequence[float]) -> float
 
 
 def generic_wins(reply_scores: Any, human_scores: Any) -> np.ndarray:
-    """Per human answer (rows of ``reply_scores``: answers x replies), the share of generic replies that
-    score above it; a tie does not."""
-    return (np.asarray(reply_scores) > np.asarray(human_scores)[:, None]).mean(axis=1)
+    """Whether each generic reply scores above each human answer (``reply_scores``: answers x replies; a
+    tie does not): the one count of generic wins. Its rows' means are each answer's share, its columns'
+    each reply's rate."""
+    return np.asarray(reply_scores) > np.asarray(human_scores)[:, None]
 
 
 def item_key(item: RatedItem) -> str:
@@ -114,8 +115,8 @@ def generic_reply_rate(
     rows = [where[tuple(i.context)] for i in human]
     reply_scores = np.stack([np.asarray(scorer.score([list(c) for c in contexts], [r] * len(contexts)).scores)[rows]
                              for r in replies], axis=1)
-    per_answer = generic_wins(reply_scores, own)
-    wins = reply_scores > own[:, None]  # (each reply's own rate)
+    wins = generic_wins(reply_scores, own)
+    per_answer = wins.mean(axis=1)
     low, high = clustered_mean_interval(per_answer, rows, resamples=bootstrap, seed=seed)  # contexts resampled
     return {"rate": float(per_answer.mean()), "ci_low": low, "ci_high": high, "contexts": len(contexts),
             "answers": len(human), "per_reply": {r: float(wins[:, k].mean()) for k, r in enumerate(replies)},

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import torch
 
-from ..aggregate import AGGREGATIONS
+from ..aggregate import check_aggregation, check_signs
 from ..errors import UsageError
 from ..scorer import FullScorer
 from .pairs import (
@@ -35,9 +35,11 @@ __all__ = [  # the objective, and the pairs' names (research/pairs.py), read thr
 def check_trainable(aggregation: str, positive: int) -> None:
     """Refuse an aggregation the objective cannot train, before any training: ``perplexity`` with
     positive follow-ups (FULL itself refuses it: :func:`full_metric.aggregate.aggregate_tensor`)."""
-    if aggregation not in AGGREGATIONS or (aggregation == "perplexity" and positive):
-        raise UsageError(f"the complaints objective cannot train with aggregation {aggregation!r} and {positive} "
-                         "positive follow-ups")
+    try:
+        check_aggregation(aggregation)
+        check_signs(positive, aggregation)
+    except UsageError as error:
+        raise UsageError(f"the complaints objective cannot train with this aggregation: {error}") from None
 
 
 def dialog_scores(scorer: FullScorer, model: Any, dialogs: Sequence[Sequence[str]], max_context: int | None = None

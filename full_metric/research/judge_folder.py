@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from ..model_sources import PACKAGED_MODELS
+from ..model_sources import packaged_name_of_file
 from ..models import ADAPTATION_FILE
 
 #: The folder of the adapter alone inside a judge written with ``save_adapter``.
@@ -108,7 +108,7 @@ def write_judge(model: Any, tokenizer: Any, record: Adaptation, output: Path,
 
             (partial / ADAPTER_FOLDER).mkdir()
             config = adapter["config"]
-            if any(file == record.base_model for _, file, _ in PACKAGED_MODELS.values()):
+            if packaged_name_of_file(record.base_model) is not None:
                 config.base_model_name_or_path = record.base_model  # found by its name: no path of this machine
             config.save_pretrained(partial / ADAPTER_FOLDER)
             save_file(adapter["weights"], partial / ADAPTER_FOLDER / "adapter_model.safetensors",

@@ -94,7 +94,7 @@ def _systems(level: Level, groups: list[np.ndarray]) -> Callable[[np.ndarray], f
 
 def _generic(level: Level, groups: list[np.ndarray]) -> Callable[[np.ndarray], float]:
     """The share of (human answer, generic reply) pairs where the reply scores higher."""
-    wins = generic_wins(level.reply_scores, level.scores[level.human])
+    wins = generic_wins(level.reply_scores, level.scores[level.human]).mean(axis=1)  # each answer's share
     where = {int(k): n for n, k in enumerate(level.human)}
     per_context = [np.asarray([wins[where[int(k)]] for k in g if int(k) in where]) for g in groups]
     return lambda picked: float(np.concatenate([per_context[g] for g in picked]).mean())
