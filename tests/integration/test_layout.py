@@ -148,3 +148,17 @@ def test_no_module_imports_another_modules_private_names():
                 found += [f"{path.relative_to(PACKAGE)}: {a.name}" for a in node.names
                           if a.name.startswith("_") and a.name != "__version__"]
     assert not found, found
+
+
+def test_every_test_the_rules_table_names_exists():
+    """docs/layout.md's table of rules names, for each rule, the test that holds it: each named test
+    file and test function exists (a renamed test would leave the table pointing nowhere)."""
+    import re
+
+    docs = (PACKAGE.parent / "docs" / "layout.md").read_text(encoding="utf-8")
+    named = re.findall(r"`(test_\w+\.py)(?:::(\w+))?`", docs)
+    assert len(named) > 10
+    files = {p.name: p for p in (PACKAGE.parent / "tests").rglob("test_*.py")}
+    for file, function in named:
+        assert file in files, file
+        assert not function or f"def {function}(" in files[file].read_text(encoding="utf-8"), (file, function)

@@ -165,3 +165,24 @@ def test_the_app_docs_table_is_the_limits_declaration():
 
     text = (ROOT / "docs" / "app.md").read_text(encoding="utf-8")
     assert text.split("<!-- limits table: full_metric.faces.webapp.limits_table() -->\n")[1].split("\n<!-- end")[0] == limits_table()
+
+
+def test_positive_follow_ups_with_perplexity_are_refused_by_one_rule_everywhere():
+    """Settings, the app's options, the training objective and the aggregation itself refuse positive
+    follow-ups with 'perplexity' by the one rule (aggregate.check_signs), in the same words."""
+    import torch
+
+    from full_metric.aggregate import aggregate_tensor
+    from full_metric.research.complaints import check_trainable
+    from full_metric.settings import resolve_options
+
+    said = "the 'perplexity' aggregation takes no positive follow-ups"
+    base = {"follow_ups": ("Huh?",), "positive_follow_ups": (), "aggregation": "sum"}
+    with pytest.raises(ValueError, match=said):
+        resolve_options({"positive_follow_ups": ["Nice!"], "aggregation": "perplexity"}, base)
+    with pytest.raises(ValueError, match=said):
+        check_trainable("perplexity", 1)
+    with pytest.raises(ValueError, match=said):
+        aggregate_tensor(torch.zeros(1, 2), [1, 1], "perplexity", positive=1)
+    check_trainable("perplexity", 0)
+    resolve_options({"aggregation": "perplexity"}, base)
