@@ -188,3 +188,19 @@ def test_the_documented_client_call_works_with_named_and_optional_parameters(app
     plain = FullScorer(tiny_blenderbot_path, device="cpu", progress=False)
     assert isinstance(score, float)  # a number, not its text
     assert score == pytest.approx(plain.score([["Hi!", "Hello, how are you?"]]).scores[0], abs=1e-3)
+
+
+@pytest.mark.parametrize("model, said", [("someorg/no-such-model", "the Hub cannot be reached"),
+                                         ("smollm2-complaint", "did you mean 'smollm2-complaints'?")])
+def test_the_app_with_a_model_it_cannot_load_ends_in_one_line_naming_full_model(model, said):
+    """`python app.py` offline with a model it cannot load: one line (no traceback) in the app's own
+    terms, FULL_MODEL, not the command line's --model."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "FULL_MODEL": model, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
+    done = subprocess.run([sys.executable, "app.py"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert lines[-1].startswith(f"app.py: model {model!r}") and said in lines[-1] and "FULL_MODEL" in lines[-1]
+    assert "--model" not in lines[-1]
