@@ -115,7 +115,8 @@ class FullResult:
     Attributes:
         scores: one score per dialog; NaN for a dialog the model could read none of the context of (its
             response alone fills the model's positions): FULL of a dialog needs the dialog, so such a
-            response gets no number that could outrank real replies (:attr:`unscored` lists them).
+            response gets no number that could outrank real replies (:attr:`unscored` lists them; its
+            ``follow_up_log_likelihoods`` are what the model computed on the response alone).
         follow_up_log_likelihoods: per dialog, log p(f_i | dialog) (summed over the follow-up's
             tokens, natural log) for each follow-up, in ``follow_ups`` order.
         follow_up_token_counts: the number of scored tokens of each follow-up.

@@ -310,17 +310,20 @@ class FullScorer:
             unique = _unique_contexts(encoded)
             values = self._batched(name, list(unique), targets, size, show)
         counts = [len(t) for t in targets]
-        # a dialog whose context the model read none of gets NaN: FULL of it is not a number to rank
-        log_likelihoods = [[ll for ll, _ in values[unique[e.context_ids]]] if e.context_read else [math.nan] * len(counts)
-                           for e in encoded]
+        log_likelihoods = [[ll for ll, _ in values[unique[e.context_ids]]] for e in encoded]
+        # a dialog whose context the model read none of gets NaN: FULL of it is not a number to rank (its
+        # log-likelihoods stay, what the model computed on the response alone, for inspection)
+        unread = {i for i, e in enumerate(encoded) if not e.context_read}
         return FullResult(
-            scores=[aggregate(ll, counts, agg, len(pos)) for ll in log_likelihoods],
+            scores=[math.nan if i in unread else aggregate(ll, counts, agg, len(pos))
+                    for i, ll in enumerate(log_likelihoods)],
             follow_up_log_likelihoods=log_likelihoods,
             follow_up_token_counts=counts,
             follow_ups=scored,
             dropped_tokens=[e.dropped_tokens for e in encoded],
             signature=self.signature(fus, level, agg, pos, name),
-            category_scores=category_scores(scored, log_likelihoods),
+            category_scores={name: [math.nan if i in unread else v for i, v in enumerate(values)]
+                             for name, values in category_scores(scored, log_likelihoods).items()},
             positive_follow_ups=pos,
         )
 

@@ -27,7 +27,8 @@ import json, sys, time
 from full_metric import FullScorer
 started = time.monotonic()  # from the load on (importing torch takes seconds of its own)
 try:
-    scorer = FullScorer(sys.argv[1], device="cpu", progress=False)
+    scorer = FullScorer(sys.argv[1], revision=sys.argv[2] if len(sys.argv) > 2 else None, device="cpu",
+                        progress=False)
     out = {"scores": scorer.score([["Hi! How was your weekend?"]], ["Great, I went hiking."]).scores,
            "signature": scorer.signature()}
 except ValueError as error:
@@ -43,11 +44,11 @@ def _closed_port() -> int:
         return sock.getsockname()[1]
 
 
-def _load(model: str, cache: Path, **env: str) -> dict:
+def _load(model: str, cache: Path, *revision: str, **env: str) -> dict:
     environ = {k: v for k, v in os.environ.items()  # no proxy, and online unless told
                if "proxy" not in k.lower() and not k.startswith(("HF_", "TRANSFORMERS_OFFLINE"))}
     environ.update({"PYTHONPATH": str(REPO), "HF_HOME": str(cache), **env})
-    done = subprocess.run([sys.executable, "-c", SCORE, model], env=environ, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", SCORE, model, *revision], env=environ, capture_output=True, text=True,
                           timeout=300, cwd=REPO)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -67,7 +68,7 @@ def test_a_hub_model_loads_through_a_mirror_or_a_proxy_and_is_named_by_its_commi
     with serving({MODEL: tiny_blenderbot_path}) as hub:
         env = {"HF_ENDPOINT": hub.url} if route == "mirror" else {
             "HF_ENDPOINT": "http://hub.invalid", "HTTP_PROXY": hub.url, "http_proxy": hub.url}
-        got = _load(MODEL, tmp_path / "cache", **env)
+        got = _load(MODEL, tmp_path / "cache", "main", **env)  # a branch asked for: named by its commit
     assert "error" not in got, got
     assert got["scores"] == local  # the very model: the same numbers
     assert f"|model:{MODEL}@{COMMIT}|" in got["signature"]

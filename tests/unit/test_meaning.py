@@ -123,36 +123,6 @@ def test_a_local_model_is_named_by_its_content_digest(models):
     assert "|model:tiny-blenderbot@sha256:" in signature
 
 
-def test_a_hub_model_is_named_by_the_commit_it_resolved_to(tiny_blenderbot_path, monkeypatch):
-    """What a Hub download gives (config._commit_hash), whatever branch or tag was asked for
-    (before, the signature said ``@main``)."""
-    import transformers
-
-    commit = "0123456789abcdef0123456789abcdef01234567"
-    real_config = transformers.AutoConfig.from_pretrained
-    real_model = transformers.AutoModelForSeq2SeqLM.from_pretrained
-    real_tokenizer = transformers.AutoTokenizer.from_pretrained
-    asked = []
-
-    def config(source, **kwargs):  # the Hub: the files of the fixture, at a resolved commit
-        asked.append(kwargs.get("revision"))
-        made = real_config(tiny_blenderbot_path)
-        made._commit_hash = commit
-        return made
-
-    def model(source, **kwargs):
-        made = real_model(tiny_blenderbot_path, config=config(source), dtype=kwargs.get("dtype"))
-        made.config._commit_hash = commit
-        return made
-
-    monkeypatch.setattr(transformers.AutoConfig, "from_pretrained", config)
-    monkeypatch.setattr(transformers.AutoModelForSeq2SeqLM, "from_pretrained", model)
-    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", lambda s, **k: real_tokenizer(tiny_blenderbot_path))
-    scorer = FullScorer("some-org/some-model", revision="main", device="cpu", progress=False)
-    assert asked[0] == "main"
-    assert f"|model:some-org/some-model@{commit}|" in scorer.signature()
-
-
 def test_a_model_object_is_used_as_it_is_unless_asked(tiny_models, tokenizer, caplog):
     model = tiny_models["llama"]
     original = next(model.parameters()).dtype

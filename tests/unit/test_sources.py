@@ -35,7 +35,7 @@ def test_the_format_is_decided_in_one_place(files):
     assert source_kind("x.parquet") == "parquet" and source_kind("hf:org/name") == "hub"
     (files / "array.jsonl").write_text("[1, 2]\n", encoding="utf-8")
     assert source_kind(files / "array.jsonl") == "json-lines"  # its line 1 is refused as not an object
-    with pytest.raises(DialogFileError, match="x.txt: expected one of .jsonl, .json, .csv, .parquet, or hf:NAME"):
+    with pytest.raises(DialogFileError, match="x.txt: expected a .jsonl, .json, .csv or .parquet file, or hf:NAME"):
         source_kind("x.txt")
 
 
@@ -53,8 +53,8 @@ def test_a_json_array_item_that_is_not_an_object_is_named(files):
     path = files / "bad.json"
     path.write_text(json.dumps([ROWS[0], "not a row"], indent=1), encoding="utf-8")
     line = json.dumps([ROWS[0], "not a row"], indent=1).splitlines().index(' "not a row"') + 1
-    assert [w for w, _, _ in open_rows(path, lenient=True)] == [f"{path}, line 2", f"{path}, line {line}"]
-    with pytest.raises(DialogFileError, match=f"bad.json, line {line}: expected a JSON object"):
+    assert [w for w, _, _ in open_rows(path, lenient=True)] == [f"{path}, line 2, item 1", f"{path}, line {line}, item 2"]
+    with pytest.raises(DialogFileError, match=f"bad.json, line {line}, item 2: expected a JSON object"):
         list(Source(str(path)).dialogs())
     with pytest.raises(RatedFileError, match=f"line {line}"):
         read_rated(path)
@@ -96,12 +96,13 @@ def test_every_face_reads_every_format_alike(files, name):
 @pytest.mark.parametrize("field, meant", [("reponse", "response"), ("Response", "response"), ("contexts", "context"),
                                           ("respones", "response")])
 def test_a_misspelled_field_is_refused_by_every_face(files, field, meant):
-    """A row with a known field's name misspelled is refused, naming the one meant, by every reader
-    (it was scored as a whole dialog); other extra fields are kept."""
+    """A row with a known field's name misspelled, and that field missing, is refused, naming the one
+    meant, by every reader (it was scored as a whole dialog); other extra fields are kept (and a
+    look-alike beside the field it resembles too: test_row_reading.py)."""
     from full_metric.faces.app_data import InputError
 
     row = {"context": ["Hi!"], "response": "Fine.", "id": 7, "response_id": "r7"}
-    row[field] = row.pop(meant) if meant == "response" else row[meant]
+    row[field] = row.pop(meant)
     path = files / "typo.jsonl"
     path.write_text(json.dumps(row) + "\n", encoding="utf-8")
     for call in _faces(path).values():
