@@ -83,7 +83,9 @@ def test_turn_dialog_preset_and_batch_in_a_browser(app_url, tiny_blenderbot_path
         page.get_by_role("tab", name="Score a dialog").click()
         page.locator("#dialog-text textarea").fill("\n".join(whole))
         page.locator("#dialog-score").click()
-        playwright_api.expect(page.locator("#dialog-result textarea")).to_have_value(f"{dialog_mean:.3f}", timeout=60_000)
+        # a number (gr.Number, 3 decimals), not text
+        playwright_api.expect(page.locator("#dialog-result input")).to_have_value(str(round(dialog_mean, 3)),
+                                                                                  timeout=60_000)
         playwright_api.expect(page.locator("#dialog-signature textarea")).to_have_value(
             scorer.signature(level="dialog", aggregation="mean"))
 
