@@ -92,12 +92,12 @@ def hub_offline() -> bool:
 def hub_commit(source: str, revision: str | None, filename: str) -> tuple[str, bool]:
     """The commit of Hub model ``source`` at ``revision`` (a branch, tag or commit; the default branch
     when ``None``), asked of the Hub by huggingface_hub itself (its offline mode, endpoint or mirror,
-    proxies and metadata timeout ``HF_HUB_ETAG_TIMEOUT``): the metadata of ``filename``, once. When the
-    Hub cannot answer (offline mode, no connection, a timeout, a refusing proxy), the commit of the copy
-    in the local cache, if there is one. Returns the commit and whether the Hub could not answer (then
-    the rest is read from the cache alone); loading the rest at that commit reads the cache with no
-    network call for every file already there. Refused in one line naming the model. (``hf_hub_download`` alone
-    would retry an unanswered request five times over about 25 s before saying the same.)"""
+    proxies and metadata timeout ``HF_HUB_ETAG_TIMEOUT``): the metadata of ``filename`` (one request, no
+    retries), then the file itself, whose snapshot folder is named by the commit. When the Hub cannot
+    answer (offline mode, no connection, a timeout, a refusing proxy): the commit of the copy in the
+    local cache, if there is one. Returns the commit and whether the Hub could not answer (then the
+    rest is read from the cache alone). Refused in one line naming the model. (``hf_hub_download``
+    alone would retry an unanswered request five times over about 25 s before saying the same.)"""
     from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 

@@ -85,6 +85,14 @@ CHART_NOTE = ("Each bar is one follow-up's log-likelihood: how likely the model 
               "response. Bars closer to 0 mean likelier complaints, so a worse response.")
 
 
+def refuse_unscored(result: Any, what: str) -> None:
+    """The app shows no ranking or score with a NaN in it: a response that leaves the model no room for
+    the dialog before it (``result.unscored``) is refused, numbered (both text tabs)."""
+    if result.unscored:
+        numbers = "" if len(result.scores) == 1 else " " + ", ".join(str(i + 1) for i in result.unscored)
+        raise UsageError(f"{what}{numbers} leaves the model no room for the turns before it: shorten it")
+
+
 class _Handlers:
     """What the app's tabs do, around one loaded scorer (model work of all tabs shares its queue)."""
 
@@ -125,6 +133,7 @@ class _Handlers:
             context, options = parse_dialog(dialog, self.limits), parse_candidates(candidates, self.limits)
             chosen, options_out = self.settings(*options_in)
             result = chosen.score([context] * len(options), options, **options_out)
+            refuse_unscored(result, "candidate")
         except UsageError as error:  # the limits', and the scorer's checks of the input (before model work)
             raise gr.Error(str(error)) from None
         names = candidate_labels(options)  # one label per candidate, the same in the table and the chart
@@ -144,11 +153,10 @@ class _Handlers:
                 raise InputError("the dialog is empty")
             chosen, options_out = self.settings(*options_in)
             result = chosen.score([turns], **options_out)
+            refuse_unscored(result, "the last turn")
         except UsageError as error:
             raise gr.Error(str(error)) from None
         chart = self.chart(["dialog"], result.follow_ups, result.follow_up_log_likelihoods)
-        if result.unscored:
-            raise gr.Error("the last turn leaves the model no room for the turns before it: shorten it")
         return result.scores[0], chart, result.signature
 
     def read(self, upload: Any) -> tuple[Path, list[tuple[int, dict[str, Any]]]]:

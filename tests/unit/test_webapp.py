@@ -257,3 +257,17 @@ def test_a_batch_row_the_scorer_refuses_is_named_by_its_line_before_any_model_wo
     path.write_text("".join(json.dumps(r) + "\n" for r in good))
     *_, last = handlers.score_file(str(path), None, *options, progress=lambda *a, **k: None)
     assert last[-1] == "all 20 rows scored"
+
+
+def test_a_response_that_leaves_no_room_for_the_dialog_is_refused_in_both_text_tabs(tiny_blenderbot_path):
+    """No ranking or score with a NaN in it: the turn tab names the candidate, the dialog tab the last turn."""
+    import gradio as gr
+
+    from full_metric.faces.webapp import PRESET_CHOICE, _Handlers
+
+    handlers = _Handlers(FullScorer(tiny_blenderbot_path, device="cpu", progress=False), Limits())
+    long = " ".join(["word"] * 600)
+    with pytest.raises(gr.Error, match="candidate 2 leaves the model no room"):
+        handlers.score_turn("Hi! How was your weekend?", f"Great, I went hiking.\n{long}", "", PRESET_CHOICE)
+    with pytest.raises(gr.Error, match="the last turn leaves the model no room"):
+        handlers.score_dialog(f"Hi! How was your weekend?\n{long}")
