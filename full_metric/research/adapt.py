@@ -33,7 +33,6 @@ import inspect
 import logging
 import random
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -50,7 +49,7 @@ from .adapt_data import (
     training_example,
 )
 from .adapt_options import AUTOCASTS, LEARNING_RATES, METHODS, OBJECTIVES, SCHEDULES, default
-from .judge_folder import Adaptation, adapter_weights, digest, plain_weights, write_judge
+from .judge_folder import Adaptation, adapter_weights, digest, plain_weights, settings, write_judge
 from .optimise import Run, warmup_steps
 
 logger = logging.getLogger(__name__)
@@ -105,6 +104,7 @@ def adapt(
     progress: bool = True, corruption_mix: dict[str, float] | None = None, resume: bool = False,
     save_adapter: bool = False, method: str = default("method"), objective: str = default("objective"),
     max_tokens: int = default("max_tokens"), max_pairs: int = default("max_pairs"),
+    pairs_per_dialog: int = default("pairs_per_dialog"),
     batch_size: int = default("batch_size"), held_out: float = default("held_out"),
     max_length: int = default("max_length"), learning_rate: float | None = default("learning_rate"),
     lora_rank: int = default("lora_rank"), seed: int = default("seed"), margin: float = default("margin"),
@@ -125,7 +125,7 @@ def adapt(
     output = Path(output)
     checkpoint = output.parent / f".{output.name}{CHECKPOINT_SUFFIX}"
     _check_request(model, output, gguf_file, method, objective, autocast, held_out, schedule, checkpoint, resume,
-                   save_adapter)
+                   save_adapter, pairs_per_dialog)
     mix = complaints.check_mix(corruption_mix or complaints.DEFAULT_MIX) if objective == "complaints" else {}
     dialogs, n_held, rng = _split(sources, held_out, seed)
     torch.manual_seed(seed)
@@ -133,7 +133,8 @@ def adapt(
                         device=str(resolve_device(device)), dtype="float32", progress=False)
     held_batches = batches(list(examples(scorer, dialogs[:n_held], max_length)), batch_size, scorer.pad_id)
     pairs, held_pairs, train_batches, tokens = _training_data(scorer, dialogs, n_held, rng, objective, mix, max_pairs,
-                                                              max_tokens, max_length, batch_size, progress)
+                                                              pairs_per_dialog, max_tokens, max_length, batch_size,
+                                                              progress)
     dtype = _autocast(autocast, scorer.model.device.type)
     scorer.model.train()
     judge = _with_lora(scorer.model, lora_rank, scorer.loaded.is_encoder_decoder) if method == "lora" else scorer.model
@@ -145,8 +146,9 @@ def adapt(
     if objective == "complaints":
         record.objective, record.pairs, record.held_out_pairs = objective, len(pairs), len(held_pairs)
         record.margin, record.lm_weight, record.corruption_mix = margin, lm_weight, mix
+        record.pairs_per_dialog = pairs_per_dialog
     run = Run(judge, rate=rate, steps=len(train_batches), schedule=schedule, checkpoint=checkpoint,
-              every=checkpoint_every, settings=asdict(record))
+              every=checkpoint_every, settings=settings(record))
 
     def measure() -> dict[str, float]:
         return _measure(scorer, judge, held_batches, held_pairs, dtype, max_length, batch_size, objective)
@@ -203,14 +205,15 @@ def _split(sources: Sequence[str], held_out: float, seed: int) -> tuple[list[lis
 
 
 def _training_data(scorer: FullScorer, dialogs: list[list[str]], n_held: int, rng: random.Random, objective: str,
-                   mix: dict[str, float], max_pairs: int, max_tokens: int, max_length: int, batch_size: int,
-                   progress: bool) -> tuple[list[complaints.Pair], list[complaints.Pair], list[dict], int]:
+                   mix: dict[str, float], max_pairs: int, per_dialog: int, max_tokens: int, max_length: int,
+                   batch_size: int, progress: bool) -> tuple[list[complaints.Pair], list[complaints.Pair], list[dict], int]:
     """The training pairs and held-out pairs (complaints; else none), the training batches (the pairs'
     real dialogs, or the dialogs within the token budget) and the tokens they hold."""
     pairs: list[complaints.Pair] = []
     held_pairs: list[complaints.Pair] = []
     if objective == "complaints":
-        pairs, held_pairs = _complaint_pairs(scorer, dialogs, n_held, rng, HELD_OUT_SEED, mix, max_pairs, batch_size)
+        pairs, held_pairs = _complaint_pairs(scorer, dialogs, n_held, rng, HELD_OUT_SEED, mix, max_pairs, per_dialog,
+                                             batch_size)
         train_examples = [training_example(scorer, [*p.context, p.real], len(p.context), max_length) for p in pairs]
         tokens = sum(len(i) + (len(t) if scorer.loaded.is_encoder_decoder else 0) for i, t in train_examples)
     else:
@@ -235,7 +238,8 @@ def _measure(scorer: FullScorer, judge: Any, held_batches: list[dict[str, torch.
 
 
 def _check_request(model: Any, output: Path, gguf_file: str | None, method: str, objective: str, autocast: str,
-                   held_out: float, schedule: str, checkpoint: Path, resume: bool, save_adapter: bool) -> None:
+                   held_out: float, schedule: str, checkpoint: Path, resume: bool, save_adapter: bool,
+                   pairs_per_dialog: int) -> None:
     """The refusals that need neither the dialogs nor the model."""
     if output.exists():
         raise AdaptError(f"{output} exists; give a new folder for the adapted judge")
@@ -259,6 +263,8 @@ def _check_request(model: Any, output: Path, gguf_file: str | None, method: str,
         raise AdaptError(f"unknown autocast {autocast!r}; choose one of {AUTOCASTS}")
     if not 0 < held_out < 1:
         raise AdaptError(f"held_out must be a fraction between 0 and 1, got {held_out!r}")
+    if pairs_per_dialog < 1:
+        raise AdaptError(f"pairs_per_dialog must be at least 1 (pairs drawn from each dialog), got {pairs_per_dialog}")
     named_gguf = gguf_file is not None or (isinstance(model, str) and model.lower().endswith(".gguf"))
     if named_gguf and importlib.util.find_spec("gguf") is None:
         raise AdaptError(f"a GGUF judge needs the gguf package to be dequantized: {install_hint('gguf', 'gguf accelerate')}")
@@ -274,10 +280,12 @@ def _autocast(name: str, device_type: str) -> torch.dtype | None:
 
 
 def _complaint_pairs(scorer: FullScorer, dialogs: list[list[str]], n_held: int, rng: random.Random, seed: int,
-                     mix: dict[str, float], max_pairs: int, batch_size: int,
+                     mix: dict[str, float], max_pairs: int, per_dialog: int, batch_size: int,
                      ) -> tuple[list[complaints.Pair], list[complaints.Pair]]:
-    """The training pairs (from the dialogs after the held-out ones, at most ``max_pairs``) and the
-    held-out pairs, refused when the scorer's aggregation cannot be trained or they are too few."""
+    """The training pairs (at most ``max_pairs``, ``per_dialog`` from each dialog after the held-out ones in
+    turn, then shuffled when more than one so that a batch mixes dialogs) and the held-out pairs (one per
+    held-out dialog, whatever ``per_dialog``), refused when the scorer's aggregation cannot be trained or
+    they are too few."""
     try:
         complaints.check_trainable(scorer.aggregation, len(scorer.positive_follow_ups))
     except UsageError as error:
@@ -285,7 +293,9 @@ def _complaint_pairs(scorer: FullScorer, dialogs: list[list[str]], n_held: int, 
     if max_pairs < batch_size:
         raise AdaptError(f"the budget of {max_pairs} pairs is smaller than one batch ({batch_size} pairs); "
                          "raise --max-pairs or lower --batch-size")
-    pairs = complaints.make_pairs(dialogs[n_held : n_held + 2 * max_pairs], rng, mix)[:max_pairs]
+    pairs = complaints.make_pairs(dialogs[n_held : n_held + 2 * max_pairs], rng, mix, per_dialog)[:max_pairs]
+    if per_dialog > 1:  # a dialog's pairs sit together: spread them over the batches
+        rng.shuffle(pairs)
     # the held-out pairs are a fixed yardstick: the default mix whatever the training mix
     held_pairs = complaints.make_pairs(dialogs[:n_held], random.Random(seed + 1), complaints.DEFAULT_MIX)
     if len(pairs) < batch_size or not held_pairs:

@@ -43,6 +43,8 @@ OPTIONS: tuple[AdaptOption, ...] = (
                 "own question, pairs of a real next turn and a corrupted reply (docs/cli.md)", OBJECTIVES),
     AdaptOption("max_tokens", 250_000, "the training token budget (dialogs objective)", kind=int),
     AdaptOption("max_pairs", 2000, "complaints: the training pair budget", kind=int),
+    AdaptOption("pairs_per_dialog", 1, "complaints: pairs drawn from each training dialog, each cut at another "
+                "turn (more than 1: a larger budget from the same dialogs, the pairs shuffled)", kind=int),
     AdaptOption("batch_size", 8, "training examples (complaints: pairs) per step", kind=int),
     AdaptOption("held_out", 0.05, "the fraction of dialogs held out (at most 500; the held-out split and pairs are "
                 "the same for every seed)", kind=float),

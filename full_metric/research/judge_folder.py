@@ -21,7 +21,7 @@ ADAPTER_FOLDER = "adapter"
 #: Fields of :class:`Adaptation` that only the ``complaints`` objective sets: left out of a
 #: ``dialogs`` adaptation's digest, which stays what it was before they existed.
 COMPLAINT_FIELDS = ("objective", "pairs", "held_out_pairs", "held_out_pair_accuracy_before",
-                    "held_out_pair_accuracy_after", "margin", "lm_weight", "corruption_mix")
+                    "held_out_pair_accuracy_after", "margin", "lm_weight", "corruption_mix", "pairs_per_dialog")
 
 
 @dataclass
@@ -61,6 +61,7 @@ class Adaptation:
     corruption_mix: dict[str, float] = field(default_factory=dict)
     schedule: str = "constant"
     warmup_steps: int = 10
+    pairs_per_dialog: int = 1
 
 
 def adapter_weights(judge: Any) -> dict[str, Any]:
@@ -84,14 +85,21 @@ def plain_weights(model: Any) -> Any:
     return model
 
 
+def settings(record: Adaptation) -> dict[str, Any]:
+    """The record as a dict, less the settings at the value they had before they existed
+    (``pairs_per_dialog`` 1): what a run's checkpoint fingerprint and the digest are made of, so that
+    both stay what they were for the runs and judges made before."""
+    return {k: v for k, v in asdict(record).items() if not (k == "pairs_per_dialog" and v == 1)}
+
+
 def digest(record: Adaptation) -> str:
     """The digest of every setting of the adaptation (not its timing or its measured accuracy; the
     ``complaints`` fields only for that objective), which FULL's signature carries as ``+adapted:``."""
     skip = ("seconds", "digest", "held_out_pair_accuracy_before", "held_out_pair_accuracy_after",
             *(COMPLAINT_FIELDS if record.objective == "dialogs" else ()),
             *(("schedule", "warmup_steps") if record.schedule == "constant" else ()))  # as before schedules
-    settings = {k: v for k, v in asdict(record).items() if k not in skip}
-    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+    kept = {k: v for k, v in settings(record).items() if k not in skip}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def write_judge(model: Any, tokenizer: Any, record: Adaptation, output: Path,

@@ -60,10 +60,15 @@ def check_mix(mix: dict[str, float]) -> dict[str, float]:
     return dict(mix)
 
 
-def make_pairs(dialogs: Sequence[Sequence[str]], rng: random.Random, mix: dict[str, float] = DEFAULT_MIX) -> list[Pair]:
-    """One pair per dialog (of two turns or more), cut at a random turn; the corruption drawn from ``mix``.
-    The ``topic`` kind indexes ``dialogs`` (:class:`~full_metric.research.topics.TopicIndex`): only when it
-    weighs more than 0."""
+def make_pairs(dialogs: Sequence[Sequence[str]], rng: random.Random, mix: dict[str, float] = DEFAULT_MIX,
+               per_dialog: int = 1) -> list[Pair]:
+    """``per_dialog`` pairs per dialog (of two turns or more; fewer where it has fewer turns to cut at), each
+    cut at a different random turn, the corruption drawn from ``mix`` for each; one per dialog draws exactly
+    as before the option existed. A dialog's pairs sit together: shuffle them for training. The ``topic``
+    kind indexes ``dialogs`` (:class:`~full_metric.research.topics.TopicIndex`): only when it weighs more
+    than 0."""
+    if per_dialog < 1:
+        raise UsageError(f"pairs per dialog must be at least 1, got {per_dialog}")
     kinds, weights = zip(*check_mix(mix).items())
     topics = None
     if mix.get("topic", 0) > 0:
@@ -72,16 +77,18 @@ def make_pairs(dialogs: Sequence[Sequence[str]], rng: random.Random, mix: dict[s
         topics = TopicIndex(dialogs)
     pairs = []
     for i, dialog in enumerate(dialogs):
-        k = rng.randint(1, len(dialog) - 1)
-        kind = rng.choices(kinds, weights)[0]
-        if kind == "topic":
-            corrupted = topics.replies_to([dialog[:k]], [i])[0]  # type: ignore[union-attr]
-        else:
-            corrupted = _corrupt(kind, dialogs, i, k, rng)
-        if corrupted is None or corrupted.strip() == dialog[k].strip():
-            kind, corrupted = "other", _other(dialogs, i, rng)
-        if corrupted is not None and corrupted.strip() != dialog[k].strip():
-            pairs.append(Pair(tuple(dialog[:k]), dialog[k], corrupted, kind))
+        cuts = ([rng.randint(1, len(dialog) - 1)] if per_dialog == 1
+                else rng.sample(range(1, len(dialog)), min(per_dialog, len(dialog) - 1)))
+        for k in cuts:
+            kind = rng.choices(kinds, weights)[0]
+            if kind == "topic":
+                corrupted = topics.replies_to([dialog[:k]], [i])[0]  # type: ignore[union-attr]
+            else:
+                corrupted = _corrupt(kind, dialogs, i, k, rng)
+            if corrupted is None or corrupted.strip() == dialog[k].strip():
+                kind, corrupted = "other", _other(dialogs, i, rng)
+            if corrupted is not None and corrupted.strip() != dialog[k].strip():
+                pairs.append(Pair(tuple(dialog[:k]), dialog[k], corrupted, kind))
     return pairs
 
 

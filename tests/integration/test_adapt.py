@@ -319,7 +319,7 @@ def test_held_out_pairs_are_the_same_whatever_the_training_mix(distinct):
 
     dialogs = read_dialogs([str(distinct)])
     scorer = SimpleNamespace(aggregation="sum", positive_follow_ups=())
-    runs = [adapt_module._complaint_pairs(scorer, dialogs, 8, random.Random(0), 0, mix, 8, 4)
+    runs = [adapt_module._complaint_pairs(scorer, dialogs, 8, random.Random(0), 0, mix, 8, 1, 4)
             for mix in (complaints.DEFAULT_MIX, {"generic": 1.0})]
     assert runs[0][1] == runs[1][1] and len(runs[0][1]) == 8
     assert {p.kind for p in runs[1][0]} <= {"generic", "other"} and {p.kind for p in runs[0][0]} != {"generic"}
@@ -399,6 +399,35 @@ def test_complaints_refusals(learnable, tiny_blenderbot_path, tmp_path, no_train
         adapt(str(tiny_blenderbot_path), [str(learnable)], tmp_path / "j", objective="complaints",
               corruption_mix={"shuffle": 1.0}, progress=False)
     assert not (tmp_path / "j").exists()
+
+
+def test_pairs_per_dialog_below_one_is_refused_before_the_model_is_read(learnable, tmp_path, monkeypatch):
+    monkeypatch.setattr(adapt_module, "FullScorer", lambda *a, **k: pytest.fail("the model was loaded"))
+    with pytest.raises(AdaptError, match="pairs_per_dialog must be at least 1"):
+        adapt("any-model", [str(learnable)], tmp_path / "j", objective="complaints", pairs_per_dialog=0,
+              progress=False)
+
+
+def test_two_pairs_per_dialog_train_on_half_the_dialogs_mixed_in_batches(learnable, tiny_blenderbot_path, tmp_path,
+                                                                        monkeypatch):
+    """--pairs-per-dialog 2: the budget's pairs come from half as many dialogs, two cuts of each, and
+    are shuffled (a dialog's two pairs sit in one batch of 8 no more often than chance would put them
+    there: far from always); the record and the digest say so."""
+    seen: list = []
+    real = adapt_module._train_on_pairs
+    monkeypatch.setattr(adapt_module, "_train_on_pairs", lambda scorer, judge, pairs, *a: (seen.extend(pairs),
+                                                                                          real(scorer, judge, pairs, *a)))
+    out = tmp_path / "judge"
+    assert main(["adapt", str(learnable), "-o", str(out), "--model", str(tiny_blenderbot_path), "--objective",
+                 "complaints", "--max-pairs", "64", "--pairs-per-dialog", "2", "--batch-size", "8", "--method", "full",
+                 "--autocast", "none", "--no-progress"]) == 0
+    record = json.loads((out / "adaptation.json").read_text())
+    assert (record["pairs"], record["pairs_per_dialog"]) == (64, 2) and len(seen) == 64
+    dialogs = [p.context[0] for p in seen]  # each learnable dialog opens with its own "ping N"
+    assert sorted(dialogs.count(d) for d in set(dialogs)).count(2) >= 24  # most dialogs gave both their cuts
+    same_batch = sum(len(set(dialogs[i : i + 8])) < 8 for i in range(0, 64, 8))
+    assert same_batch < 8
+    assert f"+adapted:{record['digest']}|" in FullScorer(str(out), progress=False).signature()
 
 
 def test_autocast_auto_follows_the_device_and_the_cpus_bfloat16(monkeypatch):

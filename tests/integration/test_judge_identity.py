@@ -121,7 +121,8 @@ def test_an_adapter_on_a_base_whose_weights_changed_is_refused(judge, tiny_model
 def test_the_adaptation_digest_covers_every_setting_of_the_objective():
     """The shipped judge's adaptation.json digests to its stored value (computed here from the record
     with hashlib, not by the code under test's skip list alone), and two runs that differ only in a
-    complaints setting (margin, lm_weight, the mix, pairs) digest differently."""
+    complaints setting (margin, lm_weight, the mix, pairs, pairs per dialog) digest differently; the shipped
+    record, written before pairs per dialog existed, digests as it did (one per dialog left out)."""
     stored = json.loads((REPO / "full_metric" / "judges" / "smollm2-complaints" / "adaptation.json").read_text())
     record = Adaptation(**{k: v for k, v in stored.items()})
     assert digest(record) == stored["digest"]
@@ -129,7 +130,7 @@ def test_the_adaptation_digest_covers_every_setting_of_the_objective():
         "seconds", "digest", "held_out_pair_accuracy_before", "held_out_pair_accuracy_after")}
     assert hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:16] == stored["digest"]
     for change in ({"margin": 2.0}, {"lm_weight": 0.2}, {"pairs": 2001}, {"corruption_mix": {"other": 1.0}},
-                   {"objective": "complaints", "held_out_pairs": 1}):
+                   {"objective": "complaints", "held_out_pairs": 1}, {"pairs_per_dialog": 2}):
         assert digest(dataclasses.replace(record, **change)) != stored["digest"], change
     for same in ({"seconds": 1.0}, {"held_out_pair_accuracy_after": 0.5}):
         assert digest(dataclasses.replace(record, **same)) == stored["digest"], same
