@@ -38,6 +38,11 @@ SELF_CHECK_TOLERANCE = {torch.float32: 1e-4, torch.float64: 1e-4}
 #: accepts up to this relative difference (said in the log at load, and in docs/engines.md).
 HALF_PRECISION_TOLERANCE = 5e-2
 #: The self-check's long dialog repeats this turn until it is longer than the model's window.
+#: What becomes of a response that leaves no room for its context, as the warning says: in a score, and in
+#: the differentiable score that trains a judge (the complaints objective and its held-out pair accuracy
+#: keep such a pair, scored on the response alone, as the judges of issues 37 and 45 were trained and measured).
+UNSCORED = "they are not scored (NaN, left out of the mean, listed in the result's unscored)"
+TRAINED_ALONE = "the training score reads each on its own, without its context"
 WINDOW_TURN = "We talked about the weather, the garden, the old harbour and the boats that came in late."
 
 
@@ -339,20 +344,19 @@ class FullScorer:
         return [d[-self.max_turns :] for d in dialogs]
 
     def encode(self, dialogs: Sequence[Sequence[str]], targets: Sequence[Sequence[int]],
-               max_context: int | None = None) -> list[EncodedDialog]:
+               max_context: int | None = None, *, alone: str = UNSCORED) -> list[EncodedDialog]:
         """Each dialog's context ids within the budget these targets leave, or ``max_context`` tokens
         when fewer (call under the model's lock: the tokenizer is not thread-safe). Responses that
-        leave no room for any of their context are counted in one warning that names them (:meth:`score`
-        gives them NaN)."""
+        leave no room for any of their context are counted in one warning that names them and says
+        what becomes of them (``alone``: :meth:`score` gives them NaN)."""
         limit = self.context_limit(targets)
         limit = limit if max_context is None else max(1, min(limit, max_context))
         encoded = [self.renderer.encode(turns, limit) for turns in dialogs]
-        alone = [i for i, e in enumerate(encoded) if not e.context_read]
+        note, alone = alone, [i for i, e in enumerate(encoded) if not e.context_read]
         if alone:
             logger.warning("%d of %d responses leave no room for their context within the model's %d tokens (items %s): "
-                           "they are not scored (NaN, left out of the mean, listed in the result's unscored); shorten "
-                           "them, or use a model that reads more", len(alone), len(encoded), limit,
-                           ", ".join(map(str, alone[:20])) + (" ..." if len(alone) > 20 else ""))
+                           "%s; shorten them, or use a model that reads more", len(alone), len(encoded), limit,
+                           ", ".join(map(str, alone[:20])) + (" ..." if len(alone) > 20 else ""), note)
         return encoded
 
     score.__doc__ = score.__doc__.replace("{options}", describe(8, scope="call"))
@@ -370,7 +374,7 @@ class FullScorer:
         dialogs = self.dialogs(contexts, responses)
         targets = [self.renderer.target_ids(f) for f in (*self.follow_ups, *self.positive_follow_ups)]
         with model_lock(self.model):
-            encoded = self.encode(dialogs, targets, max_context)
+            encoded = self.encode(dialogs, targets, max_context, alone=TRAINED_ALONE)
         unique = _unique_contexts(encoded)
         sums = ENGINES[self.engine].sums(inner, list(unique), targets, self.pad_id)
         rows = sums[[unique[e.context_ids] for e in encoded]]

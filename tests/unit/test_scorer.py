@@ -171,6 +171,20 @@ def test_responses_too_long_for_any_context_are_counted_in_one_warning(tiny_blen
     assert result.dropped_tokens[0] > 0 and not [r for r in caplog.records if "leave no room" in r.getMessage()]
 
 
+def test_the_training_score_says_it_reads_a_response_too_long_for_any_context_alone(tiny_blenderbot_path, caplog):
+    """The differentiable score (what trains a judge) gives such a response a number read without its
+    context, and its warning says so, not that it went unscored."""
+    import logging
+    import math
+
+    scorer = FullScorer(str(tiny_blenderbot_path), progress=False)
+    with caplog.at_level(logging.WARNING, logger="full_metric.scorer"):
+        scores = scorer.differentiable_scores([["Hi!"], ["Yo"]], ["Fine.", " ".join(["word"] * 20_000)])
+    warned = [r.getMessage() for r in caplog.records if "leave no room" in r.getMessage()]
+    assert len(warned) == 1 and "(items 1)" in warned[0] and "reads each on its own, without its context" in warned[0]
+    assert "NaN" not in warned[0] and all(math.isfinite(v) for v in scores.tolist())
+
+
 def test_the_reward_pays_nothing_for_a_response_too_long_for_any_context(tiny_blenderbot_path):
     """full_reward gives such a completion None (TRL: no reward from this function), never a score that
     could beat a real reply; the others keep their scores."""
