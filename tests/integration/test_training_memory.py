@@ -1,0 +1,45 @@
+"""Giving a step's freed memory back (issue 45: flat memory for larger pair budgets) changes no number:
+the same steps with and without it train the very same weights; and the benchmark that measures it
+runs as its docstring gives it (cut to two steps), printing both modes' rows."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+from full_metric.research import optimise
+from full_metric.research.optimise import Run
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _trained(release: bool, monkeypatch) -> tuple[dict[str, torch.Tensor], int]:
+    calls = []
+    monkeypatch.setattr(optimise, "_TRIM", lambda pad: calls.append(pad) or 1)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
+    run = Run(model, rate=1e-2, steps=6, schedule="linear", checkpoint=None, every=25, settings={},
+              release_memory=release)
+    generator = torch.Generator().manual_seed(1)
+    for _ in range(6):  # inputs of a different size each step, as a training step's are
+        size = int(torch.randint(3, 40, (1,), generator=generator))
+        run.step(model(torch.randn(size, 16, generator=generator)).pow(2).mean())
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}, len(calls)
+
+
+def test_giving_freed_memory_back_trains_the_same_weights(monkeypatch):
+    released, calls = _trained(True, monkeypatch)
+    kept, none = _trained(False, monkeypatch)
+    assert (calls, none) == (6, 0)  # once after each step, and only when asked
+    assert released.keys() == kept.keys() and all(torch.equal(released[k], kept[k]) for k in kept)
+
+
+def test_the_training_memory_benchmark_runs_as_documented():
+    done = subprocess.run([sys.executable, "benchmarks/training_memory.py", "--model", "tiny", "--steps", "2"],
+                          capture_output=True, text=True, cwd=REPO, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| given back") or line.startswith("| kept")]
+    assert len(rows) == 2 and "2 steps of 4 pairs" in done.stdout
