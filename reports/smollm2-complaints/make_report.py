@@ -87,8 +87,10 @@ def agreement_section(data_folder: str) -> tuple[str, list[str] | None, list[str
 
 
 def label(run: dict) -> str:
-    """A GRPO run as the report names it: its judge and learning rate."""
-    return f"{run['settings']['judge']}, lr {run['settings']['learning_rate']:.0e}".replace("e-0", "e-")
+    """A GRPO run as the report names it: its judge, learning rate and KL coefficient (when not 0)."""
+    beta = run["settings"].get("beta") or 0
+    return (f"{run['settings']['judge']}, lr {run['settings']['learning_rate']:.0e}".replace("e-0", "e-")
+            + (f", KL {beta:g}" if beta else ""))
 
 
 def grpo_section(runs: dict[str, dict], cross: dict | None) -> str:

@@ -1,0 +1,157 @@
+"""Write reports/smollm2-relevance/report.md from what reproduce.sh measured: the levers' adaptation
+records (adaptation-NAME-sSEED.json) and wall times (wall.json), the probe (probe.json), the rule's
+outcome (chosen.json), the GRPO runs (grpo-NAME.json). A part not measured yet is named as such, never
+filled in; the bar's verdict is given part by part.
+
+    python reports/smollm2-relevance/make_report.py
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from full_metric.answers import words
+from full_metric.research.probe import markdown_table
+
+HERE = Path(__file__).resolve().parent
+
+
+def _module(path: Path, name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+rule = _module(HERE / "choose.py", "relevance_choose")
+complaints_report = _module(HERE.parent / "smollm2-complaints" / "make_report.py", "complaints_report")
+#: The GRPO runs of reproduce.sh, by the name of their record (grpo-NAME.json), with what each is.
+RUNS = {"shipped-kl": "smollm2-complaints, KL 0.04", "new": "the chosen judge, no KL", "new-kl": "the chosen judge, KL 0.04"}
+#: The bar's GRPO part: without a KL term the policy keeps at least this share of distinct answers, and
+#: no answer is more than this share of them.
+DISTINCT_BAR, TOP_ANSWER_BAR = 0.85, 0.05
+
+
+def _load(name: str) -> Any:
+    path = HERE / name
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() and path.stat().st_size else None
+
+
+def levers_section(records: dict[str, dict], wall: dict) -> str:
+    rows = ["| judge | pairs | per dialog | held-out pair accuracy | held-out LM loss | training time | wall time | "
+            "adaptation digest |", "|---|---|---|---|---|---|---|---|"]
+    for name, r in sorted(records.items()):
+        lever, _, seed = name.rpartition("-s")
+        seconds = wall.get(f"adapt {lever} seed {seed}")
+        rows.append(f"| {name} | {r['pairs']:,} | {r.get('pairs_per_dialog', 1)} | "
+                    f"{r['held_out_pair_accuracy_before']:.3f} -> **{r['held_out_pair_accuracy_after']:.3f}** | "
+                    f"{r['held_out_loss_before']:.4f} -> {r['held_out_loss_after']:.4f} | {r['seconds'] / 60:.0f} min | "
+                    f"{'-' if seconds is None else f'{seconds / 60:.0f} min'} | `{r['digest']}` |")
+    return "\n".join(rows)
+
+
+def parts_section(probe: dict) -> str:
+    """Each judge probed against the bar's probe parts, and its wins summed over the relevance answers."""
+    shipped = probe["judges"]["shipped"]["answers"]
+    names = list(rule.bar_parts(shipped, shipped))
+    rows = ["| judge | " + " | ".join(names) + " | relevance wins (of " +
+            f"{sum(shipped[a]['contexts'] for a in rule.RELEVANCE)}) |", "|---|" + "---|" * (len(names) + 1)]
+    for judge, record in probe["judges"].items():
+        parts = rule.bar_parts(record["answers"], shipped)
+        rows.append(f"| {judge} | " + " | ".join("met" if parts[n] else "not met" for n in names)
+                    + f" | {rule.relevance_wins(record['answers'])} |")
+    return "\n".join(rows)
+
+
+def top_share(answers: list[str]) -> tuple[float, str]:
+    """The most frequent answer's share (answers compared as their words, lower-cased) and the answer."""
+    keys = [tuple(words(a)) for a in answers]
+    key, n = Counter(keys).most_common(1)[0]
+    return n / max(len(answers), 1), answers[keys.index(key)]
+
+
+def bar_verdict(probe: dict | None, chosen: dict | None, runs: dict[str, dict]) -> list[str]:
+    """The bar of issue 45, part by part, for the chosen judge; a part not measured yet says so."""
+    name = chosen.get("chosen") if chosen else None
+    lines = []
+    if probe and name and name in probe["judges"]:
+        answers, shipped = probe["judges"][name]["answers"], probe["judges"]["shipped"]["answers"]
+        for part, met in rule.bar_parts(answers, shipped).items():
+            lines.append(f"- {part}: **{'met' if met else 'not met'}**")
+        lines[0] += f" ({answers['other conversation']['beats_human']:.0%})"
+        lines[1] += (f" ({answers['same topic']['beats_human']:.0%}; smollm2-complaints "
+                     f"{shipped['same topic']['beats_human']:.0%})")
+        worst = max((a for a in rule.ISSUE_37 if a != "other conversation"), key=lambda a: answers[a]["beats_human"])
+        lines[2] += f" (the most: {worst} {answers[worst]['beats_human']:.0%})"
+    else:
+        lines.append("- the probe's parts: not decided yet (no lever chosen)")
+    lines.append("- worse than smollm2-complaints beyond its interval on no agreement measure: not measured yet")
+    if "new" in runs:
+        after = runs["new"]["after"]["answers"]
+        distinct = complaints_report.distinct_share(after)
+        share, answer = top_share(after)
+        met = distinct >= DISTINCT_BAR and share <= TOP_ANSWER_BAR
+        lines.append(f"- GRPO without KL keeps >= {DISTINCT_BAR:.0%} distinct answers, none above "
+                     f"{TOP_ANSWER_BAR:.0%}: **{'met' if met else 'not met'}** (distinct {distinct:.0%}; "
+                     f"most frequent \"{answer}\" {share:.0%})")
+    else:
+        lines.append("- GRPO without KL keeps >= 85% distinct answers, none above 5%: not measured yet")
+    return lines
+
+
+def main() -> None:
+    records = {p.stem.removeprefix("adaptation-"): json.loads(p.read_text(encoding="utf-8"))
+               for p in sorted(HERE.glob("adaptation-*.json"))}
+    probe, chosen, wall = _load("probe.json"), _load("chosen.json"), _load("wall.json") or {}
+    runs = {name: run for name in RUNS if (run := _load(f"grpo-{name}.json"))}
+    missing = ([] if chosen and "seeds" in chosen else ["the chosen setting's seed 1"]) + ["agreement with people"] \
+        + [f"GRPO {n} ({what})" for n, what in RUNS.items() if n not in runs]
+    rule_text = "Not applied yet (it needs every lever's probe)."
+    if chosen:
+        rule_text = "```json\n" + json.dumps(chosen, indent=1) + "\n```"
+    text = f"""# A judge that hears relevance (issue 45)
+
+Made by `bash reports/smollm2-relevance/reproduce.sh` (each step's command, the yardstick and the choosing
+rule, written before the first run, are in it; wall times on a 2-core CPU machine in `wall.json`). Every
+lever is judged on held-out data only: adapt's held-out LM loss and pairs, and the gaming probe's
+held-out contexts; never on rated data.
+
+## The levers (seed 0; held-out synthetic pairs and LM loss)
+
+{levers_section(records, wall) if records else "None finished yet."}
+
+## The yardstick: the gaming probe
+
+On {probe['contexts'] if probe else '(not run)'} held-out contexts, the share of contexts where each answer
+scores above the human's real next turn, with Wilson 95% intervals (`reports/smollm2-complaints/probe.py`;
+base = smollm2-gguf, shipped = smollm2-complaints, the others the levers' seed-0 judges).
+
+{markdown_table(probe) if probe else "Not run yet."}
+
+{"Each judge against the bar's probe parts (same topic: against smollm2-complaints' share):" + chr(10) + chr(10)
+ + parts_section(probe) if probe and "shipped" in probe["judges"] else ""}
+
+## The rule's outcome (choose.py)
+
+{rule_text}
+
+## GRPO (100 steps, lr 5e-5, issue 37's prompts and seed)
+
+{complaints_report.grpo_section(runs, None) if runs else "Not run yet."}
+
+## The bar (issue 45), part by part
+
+{chr(10).join(bar_verdict(probe, chosen, runs))}
+
+Not measured yet, and made by reproduce.sh as it goes on: {", ".join(missing)}.
+"""
+    (HERE / "report.md").write_text(text, encoding="utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
