@@ -1,0 +1,66 @@
+"""The relevance report (reports/smollm2-relevance/make_report.py) on made-up records, in a copy of the
+reports folder: the bar's parts are said as the figures decide them (worked out by hand), a part not
+measured is named as such, and GRPO's part reads the distinct answers and the most frequent one."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPORTS = Path(__file__).resolve().parents[2] / "reports"
+ANSWERS = ("Yes.", "I don't know.", "Ok.", "repeated word", "echo", "other conversation", "first word", "same topic",
+           "assistant opener", "same conversation, far")
+
+
+def _answers(shares: dict[str, float]) -> dict[str, dict]:
+    return {a: {"beats_human": shares.get(a, 0.02), "wins": round(100 * shares.get(a, 0.02)), "contexts": 100,
+                "low": 0.0, "high": shares.get(a, 0.02) + 0.05, "mean": -1.0} for a in ANSWERS}
+
+
+def _copy(tmp_path: Path) -> Path:
+    for folder in ("smollm2-relevance", "smollm2-complaints"):
+        (tmp_path / folder).mkdir()
+        for script in (REPORTS / folder).glob("*.py"):
+            shutil.copy(script, tmp_path / folder / script.name)
+    return tmp_path / "smollm2-relevance"
+
+
+def _run(here: Path) -> str:
+    done = subprocess.run([sys.executable, str(here / "make_report.py")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return (here / "report.md").read_text(encoding="utf-8")
+
+
+def test_the_report_says_each_part_of_the_bar_as_the_figures_decide(tmp_path):
+    here = _copy(tmp_path)
+    probe = {"contexts": 100, "seed": 0, "judges": {
+        "base": {"signature": "b", "answers": _answers({"Yes.": 0.3})},
+        "shipped": {"signature": "s", "answers": _answers({"other conversation": 0.22, "same topic": 0.3})},
+        # other 8% (met), same topic 16% > half of 30% (not met), "Ok." 6% > 5% (not met)
+        "mix": {"signature": "m", "answers": _answers({"other conversation": 0.08, "same topic": 0.16, "Ok.": 0.06})}}}
+    (here / "probe.json").write_text(json.dumps(probe))
+    record = {"pairs": 2000, "held_out_pair_accuracy_before": 0.6, "held_out_pair_accuracy_after": 0.9,
+              "held_out_loss_before": 3.0, "held_out_loss_after": 2.9, "seconds": 3600.0, "digest": "abc",
+              "base_model": "m"}
+    (here / "adaptation-mix-s0.json").write_text(json.dumps(record))
+    (here / "wall.json").write_text(json.dumps({"adapt mix seed 0": 4200}))
+    subprocess.run([sys.executable, str(here / "choose.py"), "mix"], check=True, capture_output=True)
+    text = _run(here)
+    assert "- other conversation <= 10%: **met** (8%)" in text
+    assert "- same topic <= half of smollm2-complaints': **not met** (16%; smollm2-complaints 30%)" in text
+    assert "- every other answer of issue 37's probe <= 5%: **not met** (the most: Ok. 6%)" in text
+    assert "agreement measure: not measured yet" in text and "GRPO without KL" in text and "not measured yet" in text
+    assert "| mix-s0 | 2,000 | 1 | 0.600 -> **0.900** | 3.0000 -> 2.9000 | 60 min | 70 min | `abc` |" in text
+    # GRPO without KL: 20 answers, 19 of them distinct (95%), the most frequent twice (10% > 5%): not met
+    answers = [f"Answer number {i}." for i in range(18)] + ["Hello there! How can I help?"] * 2
+    run = {"settings": {"judge": "j", "learning_rate": 5e-5, "beta": 0.0}, "history": [],
+           **{when: {"answers": answers, "full": 1.0, "full_ci_low": 0.5, "full_ci_high": 1.5, "mean_words": 4.0,
+                     "generic_share": 0.0, "short_share": 0.0, "echo_share": 0.0, "repetitive_share": 0.0}
+              for when in ("before", "after")}}
+    (here / "grpo-new.json").write_text(json.dumps(run))
+    text = _run(here)
+    assert ("GRPO without KL keeps >= 85% distinct answers, none above 5%: **not met** (distinct 95%; most frequent "
+            "\"Hello there! How can I help?\" 10%)") in text
