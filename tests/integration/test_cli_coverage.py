@@ -116,6 +116,7 @@ COVERAGE: dict[str, dict[str, str]] = {
         "--checkpoint-every": "test_adapt::test_the_command_line_resumes_and_saves_the_adapter",
         "--save-adapter": "test_adapt::test_the_command_line_resumes_and_saves_the_adapter",
         "--max-pairs": "test_adapt::test_the_command_line_adapts_on_complaints",
+        "--pairs-per-dialog": "test_adapt::test_two_pairs_per_dialog_train_on_half_the_dialogs_mixed_in_batches",
         "--margin": "test_adapt::test_the_command_line_adapts_on_complaints",
         "--lm-weight": "test_adapt::test_the_command_line_adapts_on_complaints",
         "--autocast": "test_adapt::test_the_command_line_adapts_on_complaints",
