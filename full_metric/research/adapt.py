@@ -144,9 +144,7 @@ def adapt(
                          rate=rate, max_tokens=max_tokens, batch_size=batch_size, max_length=max_length,
                          lora_rank=lora_rank, seed=seed, schedule=schedule)
     if objective == "complaints":
-        record.objective, record.pairs, record.held_out_pairs = objective, len(pairs), len(held_pairs)
-        record.margin, record.lm_weight, record.corruption_mix = margin, lm_weight, mix
-        record.pairs_per_dialog = pairs_per_dialog
+        _complaints_record(record, len(pairs), len(held_pairs), margin, lm_weight, mix, pairs_per_dialog)
     run = Run(judge, rate=rate, steps=len(train_batches), schedule=schedule, checkpoint=checkpoint,
               every=checkpoint_every, settings=settings(record))
 
@@ -154,8 +152,7 @@ def adapt(
         return _measure(scorer, judge, held_batches, held_pairs, dtype, max_length, batch_size, objective)
     if not (resume and run.resume()):
         run.measured = measure()
-    record.held_out_loss_before = run.measured["loss"]
-    record.held_out_pair_accuracy_before = run.measured.get("pair_accuracy")
+    record.held_out_loss_before, record.held_out_pair_accuracy_before = run.measured["loss"], run.measured.get("pair_accuracy")
     if objective == "complaints":
         _train_on_pairs(scorer, judge, pairs, train_batches, run, dtype, max_length, margin, lm_weight, progress)
     else:
@@ -163,8 +160,7 @@ def adapt(
     adapter = adapter_weights(judge) if save_adapter else None  # float16: the judge keeps those very weights
     after = measure()
     record.held_out_loss_after, record.held_out_pair_accuracy_after = after["loss"], after.get("pair_accuracy")
-    record.seconds = run.seconds
-    record.digest = digest(record)
+    record.seconds, record.digest = run.seconds, digest(record)
     write_judge(plain_weights(judge.merge_and_unload() if method == "lora" else judge), scorer.tokenizer, record,
                 output, adapter)
     run.finish()
@@ -186,6 +182,14 @@ def _new_record(scorer: FullScorer, sources: Sequence[str], dialogs: int, train_
         batch_size=batch_size, max_length=max_length, learning_rate=rate, lora_rank=lora_rank if method == "lora" else 0,
         seed=seed, autocast=str(dtype).removeprefix("torch.") if dtype else "none", steps=len(train_batches),
         seconds=0.0, full_metric=__version__, schedule=schedule, warmup_steps=warmup_steps(schedule, len(train_batches)))
+
+
+def _complaints_record(record: Adaptation, pairs: int, held_out_pairs: int, margin: float, lm_weight: float,
+                       mix: dict[str, float], pairs_per_dialog: int) -> None:
+    """The complaints objective's settings, written into the record."""
+    record.objective, record.pairs, record.held_out_pairs = "complaints", pairs, held_out_pairs
+    record.margin, record.lm_weight, record.corruption_mix = margin, lm_weight, mix
+    record.pairs_per_dialog = pairs_per_dialog
 
 
 def _split(sources: Sequence[str], held_out: float, seed: int) -> tuple[list[list[str]], int, random.Random]:
