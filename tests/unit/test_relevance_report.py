@@ -64,3 +64,18 @@ def test_the_report_says_each_part_of_the_bar_as_the_figures_decide(tmp_path):
     text = _run(here)
     assert ("GRPO without KL keeps >= 85% distinct answers, none above 5%: **not met** (distinct 95%; most frequent "
             "\"Hello there! How can I help?\" 10%)") in text
+
+
+def test_the_docs_relevance_figures_are_the_probes():
+    """docs/training.md's figures on off-topic answers are reports/smollm2-relevance/probe.json's."""
+    import re
+
+    probe = json.loads((REPORTS / "smollm2-relevance" / "probe.json").read_text(encoding="utf-8"))["judges"]
+    docs = " ".join((REPORTS.parent / "docs" / "training.md").read_text(encoding="utf-8").split())
+    part = docs.split("**Off-topic answers (issue 45, in progress).**")[1][:800]
+    opener, opener_base, topic, topic_base = (int(x) for x in re.findall(r"(\d+)%", part)[:4])
+    share = {(j, a): round(100 * probe[j]["answers"][a]["beats_human"]) for j in ("base", "shipped")
+             for a in ("assistant opener", "same topic")}
+    assert (opener, opener_base, topic, topic_base) == (share["shipped", "assistant opener"],
+                                                        share["base", "assistant opener"],
+                                                        share["shipped", "same topic"], share["base", "same topic"])
