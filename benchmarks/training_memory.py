@@ -8,7 +8,7 @@ complaints`` as reproduce.sh runs it (chitchat, batch 4 pairs, contexts cut to 2
 16, adapt's autocast rule): adapt's own data, pairs, model wrapping and step loop
 (``adapt._train_on_pairs`` with ``optimise.Run``), timed and sampled after each step. Modes:
 ``release`` gives the memory a step freed back to the system after each step (``Run``'s default,
-``optimise.release_freed_memory``), ``keep`` does not (the loop before issue 45).
+``models.release_freed_memory``), ``keep`` does not (the loop before issue 45).
 
 Reported per mode: resident memory (RSS) after the first step and after the last, its slope over the
 second half of the steps (MiB per step, ``scipy.stats.linregress``; flat memory is a slope near 0),

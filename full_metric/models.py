@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import ctypes.util
 import gc
 import hashlib
 import json
@@ -196,13 +197,28 @@ def adapted_revision(weights: str, adaptation: str, adapter: str | None = None) 
     return f"{weights}+adapter:{adapter}+adapted:{adaptation}" if adapter else f"{weights}+adapted:{adaptation}"
 
 
-def _release_freed_memory() -> None:
-    """Collect garbage and hand freed heap memory back to the system (glibc only)."""
-    gc.collect()
+def _malloc_trim() -> Any:
+    """glibc's ``malloc_trim`` (``None`` on other C libraries)."""
+    name = ctypes.util.find_library("c")
     try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
+        return getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
+    except OSError:
+        return None
+
+
+_TRIM = _malloc_trim()
+
+
+def release_freed_memory(collect: bool = False) -> None:
+    """Give freed heap memory back to the system (glibc's ``malloc_trim``; nothing elsewhere), after
+    collecting garbage when ``collect``. glibc keeps freed blocks in its arenas: de-quantizing a model,
+    or training steps that free activations of a different size each time, would otherwise leave the
+    process large (benchmarks/training_memory.py measures it). No number changes: only where freed
+    memory goes."""
+    if collect:
+        gc.collect()
+    if _TRIM is not None:
+        _TRIM(0)
 
 
 def model_label(source: str, gguf_file: str | None = None) -> str:
@@ -351,5 +367,5 @@ def _load_pretrained(
         tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
     name = model_label(source, gguf_file)
     if gguf_file is not None:
-        _release_freed_memory()  # de-quantizing leaves large freed buffers in the process
+        release_freed_memory(collect=True)  # de-quantizing leaves large freed buffers in the process
     return LoadedModel(model, tokenizer, name, commit or _revision(source, gguf_file))

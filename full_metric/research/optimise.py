@@ -10,8 +10,6 @@ leaves the previous checkpoint whole.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import hashlib
 import json
 import logging
@@ -23,6 +21,7 @@ import torch
 from transformers import get_constant_schedule_with_warmup, get_linear_schedule_with_warmup
 
 from ..errors import UsageError
+from ..models import release_freed_memory
 from .adapt_options import SCHEDULES
 
 logger = logging.getLogger(__name__)
@@ -34,27 +33,6 @@ CONSTANT_WARMUP = 10
 def warmup_steps(schedule: str, steps: int) -> int:
     """The warm-up of ``schedule`` over ``steps`` optimisation steps."""
     return CONSTANT_WARMUP if schedule == "constant" else max(1, round(WARMUP_SHARE * steps))
-
-
-def _malloc_trim() -> Any:
-    """glibc's ``malloc_trim`` (``None`` on other C libraries)."""
-    name = ctypes.util.find_library("c")
-    try:
-        return getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
-    except OSError:
-        return None
-
-
-_TRIM = _malloc_trim()
-
-
-def release_freed_memory() -> None:
-    """Give the memory freed by a step back to the system (glibc's ``malloc_trim``; nothing elsewhere).
-    A training step frees activations of a different size each time; glibc keeps the freed blocks
-    in its arenas, so without this the process grows step after step (benchmarks/training_memory.py
-    measures it). No number changes: only where freed memory goes."""
-    if _TRIM is not None:
-        _TRIM(0)
 
 
 def fingerprint(settings: dict[str, Any]) -> str:

@@ -62,26 +62,29 @@ def probe_section(probe: dict) -> tuple[str, float | None]:
     return markdown_table(probe), worst
 
 
-def agreement_section(data_folder: str) -> tuple[str, list[str] | None, list[str]]:
-    """The two judges' agreement tables and the paired changes; the measures where the shipped judge is
-    worse beyond its interval (``None``: not measured yet); the commands."""
-    if not (HERE / "shipped" / "scores.json").is_file():
+def agreement_section(data_folder: str, base: tuple[Path, str] = (BASE_SCORES, "base (smollm2-gguf)"),
+                      judge: tuple[Path, str] = (HERE / "shipped", "smollm2-complaints"),
+                      ) -> tuple[str, list[str] | None, list[str]]:
+    """Two judges' agreement tables (each a folder of ``full-metric agreement -o`` and its label) and the
+    paired changes, ``judge`` minus ``base``; the measures where ``judge`` is worse beyond its interval
+    (``None``: not measured yet); the commands."""
+    if not (judge[0] / "scores.json").is_file():
         return "", None, []
     data = {p.stem: str(p) for p in Path(data_folder).iterdir() if p.suffix in (".json", ".jsonl")}
     rows, commands = [], []
-    for folder, label in ((BASE_SCORES, "base (smollm2-gguf)"), (HERE / "shipped", "smollm2-complaints")):
+    for folder, name in (base, judge):
         results = json.loads((folder / "results.json").read_text())
-        rows += [{**row, "judge": label} for row in results["rows"]]
-        commands.append(f"- {label}: `{results['command']}` (signature `{results['signatures']['paper']}`)")
-    paired = compare_judges(*(json.loads((f / "scores.json").read_text()) for f in (BASE_SCORES, HERE / "shipped")),
+        rows += [{**row, "judge": name} for row in results["rows"]]
+        commands.append(f"- {name}: `{results['command']}` (signature `{results['signatures']['paper']}`)")
+    paired = compare_judges(*(json.loads((f / "scores.json").read_text()) for f, _ in (base, judge)),
                             data, resamples=1000, seed=0)
     changes = [f"| {r['data_set']} | {r['level']} | {r['measure']} | {r['base']:.3f} | {r['judge']:.3f} | "
                f"{r['change']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}] |" for r in paired]
     worse = [f"{r['data_set']} {r['level']} {r['measure']}" for r in paired
              if (r["ci_low"] > 0 if r["measure"] in LOWER_IS_BETTER else r["ci_high"] < 0)]
-    text = (markdown(rows) + "\n\nThe shipped judge minus the base, the same items, 95% intervals from 1000 paired "
+    text = (markdown(rows) + f"\n\n{judge[1]} minus {base[1]}, the same items, 95% intervals from 1000 paired "
             "resamples of contexts (lower is better for the generic-reply rate):\n\n"
-            "| data set | level | measure | base | shipped | shipped - base [95%] |\n|---|---|---|---|---|---|\n"
+            f"| data set | level | measure | {base[1]} | {judge[1]} | difference [95%] |\n|---|---|---|---|---|---|\n"
             + "\n".join(changes))
     return text, worse, commands
 

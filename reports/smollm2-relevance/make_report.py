@@ -1,15 +1,17 @@
 """Write reports/smollm2-relevance/report.md from what reproduce.sh measured: the levers' adaptation
 records (adaptation-NAME-sSEED.json) and wall times (wall.json), the probe (probe.json), the rule's
-outcome (chosen.json), the GRPO runs (grpo-NAME.json). A part not measured yet is named as such, never
-filled in; the bar's verdict is given part by part.
+outcome (chosen.json), the chosen judge against people (agreement/, paired with smollm2-complaints'
+reports/smollm2-complaints/shipped), the GRPO runs (grpo-NAME.json) and their cross scoring (cross.json).
+A part not measured yet is named as such, never filled in; the bar's verdict is given part by part.
 
-    python reports/smollm2-relevance/make_report.py
+    python reports/smollm2-relevance/make_report.py [DATA_FOLDER]      (default ../shared/data)
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -74,7 +76,17 @@ def top_share(answers: list[str]) -> tuple[float, str]:
     return n / max(len(answers), 1), answers[keys.index(key)]
 
 
-def bar_verdict(probe: dict | None, chosen: dict | None, runs: dict[str, dict]) -> list[str]:
+def agreement_part(worse: list[str] | None) -> str:
+    """The bar's agreement part from the measures where the chosen judge is worse than smollm2-complaints
+    beyond its interval (``None``: not measured yet)."""
+    part = "- worse than smollm2-complaints beyond its interval on no agreement measure"
+    if worse is None:
+        return part + ": not measured yet"
+    return part + (": **met**" if not worse else f": **not met** (worse on {'; '.join(worse)})")
+
+
+def bar_verdict(probe: dict | None, chosen: dict | None, runs: dict[str, dict],
+                worse: list[str] | None = None) -> list[str]:
     """The bar of issue 45, part by part, for the chosen judge; a part not measured yet says so."""
     name = chosen.get("chosen") if chosen else None
     lines = []
@@ -89,7 +101,7 @@ def bar_verdict(probe: dict | None, chosen: dict | None, runs: dict[str, dict]) 
         lines[2] += f" (the most: {worst} {answers[worst]['beats_human']:.0%})"
     else:
         lines.append("- the probe's parts: not decided yet (no lever chosen)")
-    lines.append("- worse than smollm2-complaints beyond its interval on no agreement measure: not measured yet")
+    lines.append(agreement_part(worse))
     if "new" in runs:
         after = runs["new"]["after"]["answers"]
         distinct = complaints_report.distinct_share(after)
@@ -103,13 +115,19 @@ def bar_verdict(probe: dict | None, chosen: dict | None, runs: dict[str, dict]) 
     return lines
 
 
-def main() -> None:
+def main(data_folder: str = "../shared/data") -> None:
     records = {p.stem.removeprefix("adaptation-"): json.loads(p.read_text(encoding="utf-8"))
                for p in sorted(HERE.glob("adaptation-*.json"))}
     probe, chosen, wall = _load("probe.json"), _load("chosen.json"), _load("wall.json") or {}
     runs = {name: run for name in RUNS if (run := _load(f"grpo-{name}.json"))}
-    missing = ([] if chosen and "seeds" in chosen else ["the chosen setting's seed 1"]) + ["agreement with people"] \
-        + [f"GRPO {n} ({what})" for n, what in RUNS.items() if n not in runs]
+    cross = _load("cross.json")
+    name = chosen.get("chosen") if chosen else None
+    agreement, worse, commands = complaints_report.agreement_section(
+        data_folder, (complaints_report.HERE / "shipped", "smollm2-complaints"),
+        (HERE / "agreement", f"smollm2-relevance-{name}-s{chosen.get('seed', 0)}" if name else "the chosen judge"))
+    missing = ([] if chosen and "seeds" in chosen else ["the chosen setting's seed 1"]) \
+        + ([] if agreement else ["agreement with people"]) \
+        + [f"GRPO {n} ({what})" for n, what in RUNS.items() if n not in runs] + ([] if cross else ["cross scoring"])
     rule_text = "Not applied yet (it needs every lever's probe)."
     if chosen:
         rule_text = "```json\n" + json.dumps(chosen, indent=1) + "\n```"
@@ -141,17 +159,21 @@ base = smollm2-gguf, shipped = smollm2-complaints, the others the levers' seed-0
 
 ## GRPO (100 steps, lr 5e-5, issue 37's prompts and seed)
 
-{complaints_report.grpo_section(runs, None) if runs else "Not run yet."}
+{complaints_report.grpo_section(runs, cross) if runs else "Not run yet."}
+
+## Against people (the chosen judge, paired with smollm2-complaints)
+
+{agreement or "Not measured yet."}
 
 ## The bar (issue 45), part by part
 
-{chr(10).join(bar_verdict(probe, chosen, runs))}
-
-Not measured yet, and made by reproduce.sh as it goes on: {", ".join(missing)}.
+{chr(10).join(bar_verdict(probe, chosen, runs, worse))}
+{"" if not missing else chr(10) + "Not measured yet, and made by reproduce.sh as it goes on: " + ", ".join(missing) + "."}
+{chr(10).join(commands)}
 """
     (HERE / "report.md").write_text(text, encoding="utf-8")
     print(text)
 
 
 if __name__ == "__main__":
-    main()
+    main(*sys.argv[1:2])

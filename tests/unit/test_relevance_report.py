@@ -79,3 +79,49 @@ def test_the_docs_relevance_figures_are_the_probes():
     assert (opener, opener_base, topic, topic_base) == (share["shipped", "assistant opener"],
                                                         share["base", "assistant opener"],
                                                         share["shipped", "same topic"], share["base", "same topic"])
+
+
+def test_the_agreement_part_names_each_measure_where_the_new_judge_is_worse_beyond_its_interval(tmp_path, monkeypatch):
+    """The paired comparison against smollm2-complaints decides the agreement part: a measure is worse
+    when its interval lies wholly on the worse side (below 0; above 0 for the generic-reply rate, where
+    lower is better); an interval across 0 is not; no folder yet is "not measured yet"."""
+    import importlib.util
+
+    def load(name: str):
+        spec = importlib.util.spec_from_file_location(name, REPORTS / name.split(".")[0] / f"{name.split('.')[1]}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    complaints = load("smollm2-complaints.make_report")
+    relevance = load("smollm2-relevance.make_report")
+    rows = [("fed_data", "turn", "Spearman, pooled", -0.10, -0.02),  # worse
+            ("fed_data", "dialog", "Spearman, pooled", -0.10, 0.05),  # across 0: not worse
+            ("usr-topicalchat", "turn", "generic reply beats the human answer", 0.01, 0.20),  # worse (lower is better)
+            ("usr-personachat", "turn", "generic reply beats the human answer", -0.20, -0.01)]  # better
+    paired = [{"data_set": d, "level": lv, "measure": m, "base": 0.5, "judge": 0.5, "change": (lo + hi) / 2,
+               "ci_low": lo, "ci_high": hi} for d, lv, m, lo, hi in rows]
+    monkeypatch.setattr(complaints, "compare_judges", lambda *args, **kwargs: paired)
+    monkeypatch.setattr(complaints, "markdown", lambda rows: f"{len(rows)} rows")
+    folders = {}
+    for name in ("old", "new"):
+        folders[name] = tmp_path / name
+        folders[name].mkdir()
+        (folders[name] / "results.json").write_text(json.dumps({
+            "rows": [{"data_set": "fed_data"}], "command": f"full-metric agreement --model {name}",
+            "signatures": {"paper": f"sig-{name}"}}))
+    (tmp_path / "data").mkdir()
+    assert complaints.agreement_section(str(tmp_path / "data"), (folders["old"], "smollm2-complaints"),
+                                        (folders["new"], "the new judge")) == ("", None, [])  # no scores yet
+    (folders["old"] / "scores.json").write_text("{}")
+    (folders["new"] / "scores.json").write_text("{}")
+    text, worse, commands = complaints.agreement_section(str(tmp_path / "data"), (folders["old"], "smollm2-complaints"),
+                                                         (folders["new"], "the new judge"))
+    assert worse == ["fed_data turn Spearman, pooled", "usr-topicalchat turn generic reply beats the human answer"]
+    assert "| data set | level | measure | smollm2-complaints | the new judge | difference [95%] |" in text
+    assert commands[1] == "- the new judge: `full-metric agreement --model new` (signature `sig-new`)"
+    assert relevance.agreement_part(worse) == (
+        "- worse than smollm2-complaints beyond its interval on no agreement measure: **not met** (worse on "
+        "fed_data turn Spearman, pooled; usr-topicalchat turn generic reply beats the human answer)")
+    assert relevance.agreement_part([]).endswith(": **met**")
+    assert relevance.agreement_part(None).endswith(": not measured yet")
