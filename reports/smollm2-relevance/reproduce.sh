@@ -37,6 +37,18 @@
 #           (--pairs-per-dialog 2, cut at different turns, shuffled); its step's memory is given back
 #           after each step (benchmarks/training_memory.py: 1.9 GB after 40 steps, was 10.7 GB)
 #   (the Gemma-3-270M base only if the 135M base cannot get there, as the issue says)
+# Lever 3, a scoring option (written down after levers 1 and 2 were started and before its first run,
+# its pilot included; the rule above is unchanged and applies to it as to a judge):
+#   contrast: a turn's FULL minus the same response's FULL with no context, i.e. how much less likely the
+#           complaints are after this context than after the reply alone (a fluent reply that fits no
+#           context in particular gains nothing from its context; the human's turn does). A named setting
+#           that the signature carries; the metric's default stays the paper's. Probed with
+#           smollm2-complaints and with the chosen training lever's judge on the same 241 held-out contexts.
+#           For the rule's (3) it is the costlier setting at equal pairs and base (two scoring passes). If it
+#           is chosen on smollm2-complaints, its two seeds are issue 37's (seed 1 retrained by
+#           reports/smollm2-complaints/reproduce.sh's command), the one shipped by issue 37's rule. The pilot:
+#           smollm2-complaints with and without it on the first 40 of the 241 contexts (pilot_contrast.py),
+#           to decide whether to build the setting; it decides nothing in the rule.
 # The steps after the levers: choose.py applies the rule (chosen.json); the chosen setting with seed 1;
 # GRPO (examples/grpo_with_full.py, issue 37's prompts, seed, 100 steps, lr 5e-5) against the chosen
 # judge without and with the documented KL term (--beta 0.04), and the KL recipe against
