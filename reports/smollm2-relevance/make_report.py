@@ -76,6 +76,22 @@ def top_share(answers: list[str]) -> tuple[float, str]:
     return n / max(len(answers), 1), answers[keys.index(key)]
 
 
+def pilot_section(pilot: dict) -> str:
+    """Lever 3's pilot (pilot_contrast.py): smollm2-complaints with plain FULL and contrasted, the bar's probe
+    parts for each (same topic against plain FULL's share on these contexts), and what it decided."""
+    plain, contrast = (pilot["judges"][name]["answers"] for name in ("plain", "contrast"))
+    parts = {name: rule.bar_parts(answers, plain) for name, answers in (("plain", plain), ("contrast", contrast))}
+    met = {name: sum(p.values()) for name, p in parts.items()}
+    worse = [a for a in rule.ISSUE_37 if contrast[a]["beats_human"] > plain[a]["high"]]
+    built = met["contrast"] > met["plain"] and not worse
+    return (markdown_table(pilot) + f"\n\nThe bar's probe parts met: plain {met['plain']} of {len(parts['plain'])}, "
+            f"contrast {met['contrast']}; answers of issue 37's probe that beat the human more often contrasted than "
+            f"plain FULL's upper bound: {', '.join(f'“{a}”' for a in worse) or 'none'}. "
+            + ("The setting is worth building." if built else
+               "Not built: it does not get closer to the bar, and it pays for the openers it stops with the generic "
+               "answers issue 37 stopped (a reply that is poor alone gains from any context)."))
+
+
 def agreement_part(worse: list[str] | None) -> str:
     """The bar's agreement part from the measures where the chosen judge is worse than smollm2-complaints
     beyond its interval (``None``: not measured yet)."""
@@ -118,7 +134,7 @@ def bar_verdict(probe: dict | None, chosen: dict | None, runs: dict[str, dict],
 def main(data_folder: str = "../shared/data") -> None:
     records = {p.stem.removeprefix("adaptation-"): json.loads(p.read_text(encoding="utf-8"))
                for p in sorted(HERE.glob("adaptation-*.json"))}
-    probe, chosen, wall = _load("probe.json"), _load("chosen.json"), _load("wall.json") or {}
+    probe, chosen, wall, pilot = _load("probe.json"), _load("chosen.json"), _load("wall.json") or {}, _load("pilot-contrast.json")
     runs = {name: run for name in RUNS if (run := _load(f"grpo-{name}.json"))}
     cross = _load("cross.json")
     name = chosen.get("chosen") if chosen else None
@@ -152,6 +168,14 @@ base = smollm2-gguf, shipped = smollm2-complaints, the others the levers' seed-0
 
 {"Each judge against the bar's probe parts (same topic: against smollm2-complaints' share):" + chr(10) + chr(10)
  + parts_section(probe) if probe and "shipped" in probe["judges"] else ""}
+
+## Lever 3, the contrast scoring option: its pilot
+
+FULL in context minus FULL with no context, smollm2-complaints, on the first {pilot['contexts'] if pilot else 40}
+held-out dialogs (`pilot_contrast.py`; the same-topic answers come from among these few, so compare the two
+columns with each other, not with the probe above):
+
+{pilot_section(pilot) if pilot else "Not run yet."}
 
 ## The rule's outcome (choose.py)
 

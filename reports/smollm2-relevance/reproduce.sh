@@ -48,7 +48,10 @@
 #           is chosen on smollm2-complaints, its two seeds are issue 37's (seed 1 retrained by
 #           reports/smollm2-complaints/reproduce.sh's command), the one shipped by issue 37's rule. The pilot:
 #           smollm2-complaints with and without it on the first 40 of the 241 contexts (pilot_contrast.py),
-#           to decide whether to build the setting; it decides nothing in the rule.
+#           to decide whether to build the setting; it decides nothing in the rule. Its outcome (make_report.py
+#           says it from pilot-contrast.json): not built. Contrasted, the assistant opener stops (68% -> 5% of
+#           the 40 contexts) but another conversation's reply does not (32% -> 32%), and "I don't know." rises
+#           2% -> 45%: a reply that is poor alone gains from any context. No later step uses it.
 # The steps after the levers: choose.py applies the rule (chosen.json); the chosen setting with seed 1;
 # GRPO (examples/grpo_with_full.py, issue 37's prompts, seed, 100 steps, lr 5e-5) against the chosen
 # judge without and with the documented KL term (--beta 0.04), and the KL recipe against
@@ -94,6 +97,8 @@ grpo() {  # grpo NAME JUDGE BETA: issue 37's GRPO run at lr 5e-5 against JUDGE, 
 train mix 0 "$GGUF" ${LEVER[mix]}
 # the probe writes after each judge and keeps the judges already in its output: it goes on where it stopped
 probe mix
+# lever 3's pilot (the contrast option, computed by plain scorer calls; see above)
+[ -f "$OUT/pilot-contrast.json" ] || timed "pilot contrast" python "$OUT/pilot_contrast.py" --contexts 40
 # the documented KL recipe against the shipped judge (what docs/training.md gives a user today)
 python reports/smollm2-complaints/prompts.py --train 200 -o runs/smollm2-complaints
 grpo shipped-kl smollm2-complaints 0.04

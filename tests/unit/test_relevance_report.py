@@ -125,3 +125,24 @@ def test_the_agreement_part_names_each_measure_where_the_new_judge_is_worse_beyo
         "fed_data turn Spearman, pooled; usr-topicalchat turn generic reply beats the human answer)")
     assert relevance.agreement_part([]).endswith(": **met**")
     assert relevance.agreement_part(None).endswith(": not measured yet")
+
+
+def test_the_pilot_section_counts_the_bar_parts_and_names_the_answers_it_makes_worse():
+    """Lever 3's pilot as make_report says it, on made-up shares worked out by hand: plain FULL meets the
+    "other six answers" part (all 2%) and no other; contrasted, another conversation falls to 8% (met),
+    same topic to 10% (met: at most half of plain's 30%), but "I don't know." rises to 40%, above plain's
+    upper bound (2% + 5%): two parts met against one, and still not built."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("relevance_report", REPORTS / "smollm2-relevance" / "make_report.py")
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    pilot = {"contexts": 40, "seed": 0, "judges": {
+        "plain": {"signature": "s", "answers": _answers({"other conversation": 0.3, "same topic": 0.3})},
+        "contrast": {"signature": "s", "answers": _answers({"other conversation": 0.08, "same topic": 0.1,
+                                                            "I don't know.": 0.4})}}}
+    text = report.pilot_section(pilot)
+    assert "The bar's probe parts met: plain 1 of 3, contrast 2;" in text
+    assert "more often contrasted than plain FULL's upper bound: “I don't know.”." in text and "Not built" in text
+    pilot["judges"]["contrast"]["answers"]["I don't know."] = _answers({})["I don't know."]
+    assert "upper bound: none. The setting is worth building." in report.pilot_section(pilot)
