@@ -72,13 +72,15 @@ def test_the_docs_relevance_figures_are_the_probes():
 
     probe = json.loads((REPORTS / "smollm2-relevance" / "probe.json").read_text(encoding="utf-8"))["judges"]
     docs = " ".join((REPORTS.parent / "docs" / "training.md").read_text(encoding="utf-8").split())
-    part = docs.split("**Off-topic answers (issue 45, in progress).**")[1][:800]
-    opener, opener_base, topic, topic_base = (int(x) for x in re.findall(r"(\d+)%", part)[:4])
+    part = docs.split("**Off-topic answers (issue 45, in progress).**")[1][:1200]
+    opener, opener_base, topic, topic_base, *mix = (int(x) for x in re.findall(r"(\d+)%", part)[:7])
     share = {(j, a): round(100 * probe[j]["answers"][a]["beats_human"]) for j in ("base", "shipped")
              for a in ("assistant opener", "same topic")}
     assert (opener, opener_base, topic, topic_base) == (share["shipped", "assistant opener"],
                                                         share["base", "assistant opener"],
                                                         share["shipped", "same topic"], share["base", "same topic"])
+    assert mix == [round(100 * probe["mix"]["answers"][a]["beats_human"])
+                   for a in ("assistant opener", "same topic", "other conversation")]
 
 
 def test_the_agreement_part_names_each_measure_where_the_new_judge_is_worse_beyond_its_interval(tmp_path, monkeypatch):
