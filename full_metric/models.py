@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import gc
 import hashlib
 import json
@@ -198,10 +197,10 @@ def adapted_revision(weights: str, adaptation: str, adapter: str | None = None) 
 
 
 def _malloc_trim() -> Any:
-    """glibc's ``malloc_trim`` (``None`` on other C libraries)."""
-    name = ctypes.util.find_library("c")
+    """glibc's ``malloc_trim`` (``None`` elsewhere). The C library is opened by glibc's soname, which
+    is already loaded: no ``ldconfig`` search when the package is imported."""
     try:
-        return getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
+        return getattr(ctypes.CDLL("libc.so.6"), "malloc_trim", None)
     except OSError:
         return None
 
