@@ -131,6 +131,21 @@ def bar_verdict(probe: dict | None, chosen: dict | None, runs: dict[str, dict],
     return lines
 
 
+def ship_line(chosen: dict | None, verdict: list[str]) -> str:
+    """Whether the chosen judge ships as the package's trained judge: the rule's condition (choose.py:
+    it beats smollm2-complaints) and, as the issue says, the whole bar (short of it nothing new ships)."""
+    if not chosen or "ships" not in chosen:
+        return "- ships as smollm2-relevance: not decided yet (no lever chosen)"
+    by_rule = ("by the rule alone it would (fewer relevance wins than smollm2-complaints, no answer of issue 37's "
+               "probe above its upper bound)" if chosen["ships"] else "nor does it beat smollm2-complaints by the rule")
+    if any("**not met**" in line for line in verdict):
+        return f"- ships as smollm2-relevance: **no**, the bar is not met and short of it nothing new ships; {by_rule}"
+    if any("not measured yet" in line or "not decided yet" in line for line in verdict):
+        return "- ships as smollm2-relevance: not decided yet (parts of the bar not measured yet)"
+    return ("- ships as smollm2-relevance: **yes**" if chosen["ships"] else
+            "- ships as smollm2-relevance: **no**, it meets the bar but does not beat smollm2-complaints by the rule")
+
+
 def main(data_folder: str = "../shared/data") -> None:
     records = {p.stem.removeprefix("adaptation-"): json.loads(p.read_text(encoding="utf-8"))
                for p in sorted(HERE.glob("adaptation-*.json"))}
@@ -144,6 +159,7 @@ def main(data_folder: str = "../shared/data") -> None:
     missing = ([] if chosen and "seeds" in chosen else ["the chosen setting's seed 1"]) \
         + ([] if agreement else ["agreement with people"]) \
         + [f"GRPO {n} ({what})" for n, what in RUNS.items() if n not in runs] + ([] if cross else ["cross scoring"])
+    verdict = bar_verdict(probe, chosen, runs, worse)
     rule_text = "Not applied yet (it needs every lever's probe)."
     if chosen:
         rule_text = "```json\n" + json.dumps(chosen, indent=1) + "\n```"
@@ -191,7 +207,8 @@ columns with each other, not with the probe above):
 
 ## The bar (issue 45), part by part
 
-{chr(10).join(bar_verdict(probe, chosen, runs, worse))}
+{chr(10).join(verdict)}
+{ship_line(chosen, verdict)}
 {"" if not missing else chr(10) + "Not measured yet, and made by reproduce.sh as it goes on: " + ", ".join(missing) + "."}
 {chr(10).join(commands)}
 """

@@ -29,6 +29,8 @@
 #   fewer wins summed over the four relevance answers, and no answer of issue 37's probe beats the human
 #   more often than smollm2-complaints' upper 95% bound. Otherwise nothing new ships, and the report says
 #   what each lever moved. Whether it is *recommended* as a reward is the issue's bar (make_report.py).
+#   (Made explicit before choose.py first ran: the issue also ships nothing new short of its bar, so the
+#   judge ships only when both hold; make_report.py says the decision from both.)
 #
 # The levers (each named by its judge folder):
 #   mix:    the relevance corruptions in the mix (topic 0.2, opener 0.1; the training openers are disjoint

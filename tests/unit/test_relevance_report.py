@@ -53,6 +53,10 @@ def test_the_report_says_each_part_of_the_bar_as_the_figures_decide(tmp_path):
     assert "- same topic <= half of smollm2-complaints': **not met** (16%; smollm2-complaints 30%)" in text
     assert "- every other answer of issue 37's probe <= 5%: **not met** (the most: Ok. 6%)" in text
     assert "agreement measure: not measured yet" in text and "GRPO without KL" in text and "not measured yet" in text
+    # mix wins 8 + 16 + 2 + 2 = 28 relevance contexts against smollm2-complaints' 22 + 30 + 2 + 2 = 56, and no
+    # answer of issue 37's probe above smollm2-complaints' upper bound: the rule alone would ship it; the bar does not
+    assert ("- ships as smollm2-relevance: **no**, the bar is not met and short of it nothing new ships; by the rule "
+            "alone it would") in text
     assert "| mix-s0 | 2,000 | 1 | 0.600 -> **0.900** | 3.0000 -> 2.9000 | 60 min | 70 min | `abc` |" in text
     # GRPO without KL: 20 answers, 19 of them distinct (95%), the most frequent twice (10% > 5%): not met
     answers = [f"Answer number {i}." for i in range(18)] + ["Hello there! How can I help?"] * 2
@@ -148,3 +152,19 @@ def test_the_pilot_section_counts_the_bar_parts_and_names_the_answers_it_makes_w
     assert "more often contrasted than plain FULL's upper bound: “I don't know.”." in text and "Not built" in text
     pilot["judges"]["contrast"]["answers"]["I don't know."] = _answers({})["I don't know."]
     assert "upper bound: none. The setting is worth building." in report.pilot_section(pilot)
+
+
+def test_the_judge_ships_only_when_the_rule_and_the_whole_bar_hold():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("relevance_report", REPORTS / "smollm2-relevance" / "make_report.py")
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    met = ["- a: **met**", "- b: **met** (3%)"]
+    assert report.ship_line({"chosen": "mix", "ships": True}, met).endswith("**yes**")
+    assert "does not beat smollm2-complaints" in report.ship_line({"chosen": "mix", "ships": False}, met)
+    assert "not decided yet (parts of the bar" in report.ship_line({"chosen": "mix", "ships": True},
+                                                                   [*met, "- c: not measured yet"])
+    refused = report.ship_line({"chosen": "mix", "ships": True}, [*met, "- c: **not met** (9%)", "- d: not measured yet"])
+    assert "**no**, the bar is not met" in refused  # one failed part decides it, whatever is still missing
+    assert "not decided yet (no lever chosen)" in report.ship_line(None, met)
