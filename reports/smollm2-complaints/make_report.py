@@ -184,8 +184,9 @@ def guard_needed(probe: dict | None) -> str:
     if not over:
         return ""
     return (f"Still won by a gamed answer: {', '.join(over)}. A reward from this judge still needs GRPO's KL "
-            "term (`beta=0.04` in `GRPOConfig`), which keeps the policy near where it started, and a read of "
-            "its answers; see docs/training.md, \"Which judge to train against\".")
+            "term (`beta=0.04` in `GRPOConfig`), which pulls the policy toward where it started, and a read of "
+            "its answers (the KL term alone did not stop a drift to assistant openers, issue 45); see "
+            "docs/training.md, \"Which judge to train against\".")
 
 
 def verdict(worst: float | None, worse: list[str] | None) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -36,6 +37,27 @@ RUNS = {"shipped-kl": "smollm2-complaints, KL 0.04", "new": "the chosen judge, n
 #: The bar's GRPO part: without a KL term the policy keeps at least this share of distinct answers, and
 #: no answer is more than this share of them.
 DISTINCT_BAR, TOP_ANSWER_BAR = 0.85, 0.05
+
+
+#: An answer that offers help, the assistant opener GRPO drifts to ("How can I help you today?", "How can I
+#: assist you?"): the distinct share alone hides that drift when the wording varies.
+OFFERS_HELP = re.compile(r"\bhow can i (help|assist)\b", re.IGNORECASE)
+
+
+def offers_help(answers: list[str]) -> int:
+    """How many answers offer help (:data:`OFFERS_HELP`)."""
+    return sum(bool(OFFERS_HELP.search(a)) for a in answers)
+
+
+def openers_section(runs: dict[str, dict]) -> str:
+    """Each GRPO run's answers that offer help, before -> after, beside issue 37's run against
+    smollm2-complaints at the same learning rate without a KL term."""
+    path = complaints_report.HERE / "grpo-shipped-lr5e-5.json"
+    named = {complaints_report.label(r) + " (issue 37)": r for r in ([json.loads(path.read_text(encoding="utf-8"))]
+                                                                       if path.is_file() else [])}
+    named.update({complaints_report.label(r): r for r in runs.values()})
+    return "\n".join(f"- against {name}: {offers_help(r['before']['answers'])} -> {offers_help(r['after']['answers'])} "
+                     f"of {len(r['after']['answers'])}" for name, r in named.items())
 
 
 def _load(name: str) -> Any:
@@ -200,6 +222,10 @@ columns with each other, not with the probe above):
 ## GRPO (100 steps, lr 5e-5, issue 37's prompts and seed)
 
 {complaints_report.grpo_section(runs, cross) if runs else "Not run yet."}
+
+{"Answers that offer help (ask how they can help or assist: the assistant opener), before -> after training; "
+ "the distinct share hides this drift when the wording varies:" + chr(10) + chr(10) + openers_section(runs)
+ if runs else ""}
 
 ## Against people (the chosen judge, paired with smollm2-complaints)
 

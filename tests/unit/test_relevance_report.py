@@ -168,3 +168,36 @@ def test_the_judge_ships_only_when_the_rule_and_the_whole_bar_hold():
     refused = report.ship_line({"chosen": "mix", "ships": True}, [*met, "- c: **not met** (9%)", "- d: not measured yet"])
     assert "**no**, the bar is not met" in refused  # one failed part decides it, whatever is still missing
     assert "not decided yet (no lever chosen)" in report.ship_line(None, met)
+
+
+def test_the_docs_kl_figures_are_the_runs():
+    """docs/training.md's figures on the documented KL term against smollm2-complaints are those of
+    grpo-shipped-kl.json (this issue's run) and grpo-shipped-lr5e-5.json (issue 37's run without it):
+    the answers that offer help before and after, and the distinct shares."""
+    import importlib.util
+    import re
+
+    spec = importlib.util.spec_from_file_location("relevance_report", REPORTS / "smollm2-relevance" / "make_report.py")
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    kl = json.loads((REPORTS / "smollm2-relevance" / "grpo-shipped-kl.json").read_text(encoding="utf-8"))
+    no_kl = json.loads((REPORTS / "smollm2-complaints" / "grpo-shipped-lr5e-5.json").read_text(encoding="utf-8"))
+    docs = " ".join((REPORTS.parent / "docs" / "training.md").read_text(encoding="utf-8").split())
+    part = docs.split("**The KL term as documented, against `smollm2-complaints` (issue 45).**")[1][:900]
+    counts = [int(x) for x in re.findall(r"(\d+) of (?:the )?64", part)]
+    assert counts == [report.offers_help(kl["after"]["answers"]), report.offers_help(no_kl["after"]["answers"]),
+                      report.offers_help(kl["before"]["answers"])]
+    distinct = report.complaints_report.distinct_share
+    assert [int(x) for x in re.findall(r"(\d+)%", part)] == [
+        round(100 * distinct(run[when]["answers"])) for run, when in ((kl, "before"), (kl, "after"), (no_kl, "after"))]
+
+
+def test_an_answer_offers_help_when_it_asks_how_it_can_help_or_assist():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("relevance_report", REPORTS / "smollm2-relevance" / "make_report.py")
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    assert report.offers_help(["Hello! How can I help you today?", "hey there! how can i assist you?",
+                               "How can I helpfully put it...", "I can help you with that.", "How can it help?",
+                               "Yes."]) == 2
