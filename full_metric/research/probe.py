@@ -107,6 +107,12 @@ def gaming_probe(score: Callable[[Sequence[Sequence[str]], Sequence[str]], list[
     return rows
 
 
+def answers_record(rows: Sequence[ProbeRow]) -> dict[str, dict]:
+    """A judge's probe rows as its record in a probe's JSON (``answers``, by answer)."""
+    return {r.answer: {"beats_human": r.rate, "low": r.low, "high": r.high, "wins": r.wins, "contexts": r.contexts,
+                       "mean": r.mean_score} for r in rows}
+
+
 def markdown_table(record: dict) -> str:
     """A probe record's Markdown table (what ``reports/smollm2-complaints/probe.py`` writes as JSON): a
     row per answer, a column per judge, each cell the share of contexts it beats the human [95%]."""

@@ -16,6 +16,7 @@ from pathlib import Path
 from make_report import RUNS
 
 from full_metric import FullScorer
+from full_metric.models import model_label
 from full_metric.training import summary
 
 HERE = Path(__file__).resolve().parent
@@ -32,7 +33,7 @@ def main() -> None:
     record: dict = {name: {} for name in runs}
     for model in args.judges:
         judge = FullScorer(model, progress=False)
-        label = Path(model).name if Path(model).exists() else model
+        label = model_label(model)
         for name, run in runs.items():
             record[name][label] = {
                 when: summary(judge.score(run["contexts"], run[when]["answers"])) for when in ("before", "after")}

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from full_metric import FullScorer
 from full_metric.research.adapt_data import held_out_dialogs
-from full_metric.research.probe import gaming_probe, markdown_table
+from full_metric.research.probe import answers_record, gaming_probe, markdown_table
 
 
 def main() -> None:
@@ -47,10 +47,7 @@ def main() -> None:
             continue
         judge = FullScorer(model, progress=False)
         rows = gaming_probe(lambda c, r: judge.score(c, r).scores, dialogs, args.seed)
-        record["judges"][name] = {"signature": judge.signature(), "answers": {
-            r.answer: {"beats_human": r.rate, "low": r.low, "high": r.high, "wins": r.wins, "contexts": r.contexts,
-                       "mean": r.mean_score}
-            for r in rows}}
+        record["judges"][name] = {"signature": judge.signature(), "answers": answers_record(rows)}
         output.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")  # after each judge
     print(markdown_table(record))
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from full_metric import FullScorer
 from full_metric.research.adapt_data import held_out_dialogs
-from full_metric.research.probe import gaming_probe, markdown_table
+from full_metric.research.probe import answers_record, gaming_probe, markdown_table
 
 HERE = Path(__file__).resolve().parent
 
@@ -40,9 +40,7 @@ def main() -> None:
 
     record: dict = {"contexts": len(dialogs), "seed": 0, "judges": {}}
     for name, score in (("plain", plain), ("contrast", contrast)):
-        record["judges"][name] = {"signature": judge.signature(), "answers": {
-            r.answer: {"beats_human": r.rate, "low": r.low, "high": r.high, "wins": r.wins, "contexts": r.contexts,
-                       "mean": r.mean_score} for r in gaming_probe(score, dialogs, 0)}}
+        record["judges"][name] = {"signature": judge.signature(), "answers": answers_record(gaming_probe(score, dialogs, 0))}
     (HERE / "pilot-contrast.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     print(markdown_table(record))
 

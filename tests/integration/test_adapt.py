@@ -619,6 +619,7 @@ def test_the_probe_script_runs_on_the_tiny_fixture(distinct, tiny_blenderbot_pat
                                                       "assistant opener", "same conversation, far"}
     assert all(0 <= r["low"] <= r["beats_human"] <= r["high"] <= 1 and r["wins"] <= r["contexts"] <= 12
                for r in rows.values())
+    assert all(r["beats_human"] == r["wins"] / r["contexts"] for r in rows.values() if r["contexts"])
 
 
 def test_the_command_line_resumes_and_saves_the_adapter(learnable, llama_folder, tmp_path, capsys, monkeypatch):

@@ -20,6 +20,16 @@ def _answers(shares: dict[str, float]) -> dict[str, dict]:
                 "low": 0.0, "high": shares.get(a, 0.02) + 0.05, "mean": -1.0} for a in ANSWERS}
 
 
+def _script(folder: str, name: str = "make_report"):
+    """A script of reports/FOLDER, imported as a module."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"{folder}_{name}", REPORTS / folder / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _copy(tmp_path: Path) -> Path:
     for folder in ("smollm2-relevance", "smollm2-complaints"):
         (tmp_path / folder).mkdir()
@@ -91,16 +101,7 @@ def test_the_agreement_part_names_each_measure_where_the_new_judge_is_worse_beyo
     """The paired comparison against smollm2-complaints decides the agreement part: a measure is worse
     when its interval lies wholly on the worse side (below 0; above 0 for the generic-reply rate, where
     lower is better); an interval across 0 is not; no folder yet is "not measured yet"."""
-    import importlib.util
-
-    def load(name: str):
-        spec = importlib.util.spec_from_file_location(name, REPORTS / name.split(".")[0] / f"{name.split('.')[1]}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-
-    complaints = load("smollm2-complaints.make_report")
-    relevance = load("smollm2-relevance.make_report")
+    complaints, relevance = _script("smollm2-complaints"), _script("smollm2-relevance")
     rows = [("fed_data", "turn", "Spearman, pooled", -0.10, -0.02),  # worse
             ("fed_data", "dialog", "Spearman, pooled", -0.10, 0.05),  # across 0: not worse
             ("usr-topicalchat", "turn", "generic reply beats the human answer", 0.01, 0.20),  # worse (lower is better)
@@ -138,11 +139,7 @@ def test_the_pilot_section_counts_the_bar_parts_and_names_the_answers_it_makes_w
     "other six answers" part (all 2%) and no other; contrasted, another conversation falls to 8% (met),
     same topic to 10% (met: at most half of plain's 30%), but "I don't know." rises to 40%, above plain's
     upper bound (2% + 5%): two parts met against one, and still not built."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("relevance_report", REPORTS / "smollm2-relevance" / "make_report.py")
-    report = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(report)
+    report = _script("smollm2-relevance")
     pilot = {"contexts": 40, "seed": 0, "judges": {
         "plain": {"signature": "s", "answers": _answers({"other conversation": 0.3, "same topic": 0.3})},
         "contrast": {"signature": "s", "answers": _answers({"other conversation": 0.08, "same topic": 0.1,
@@ -155,11 +152,7 @@ def test_the_pilot_section_counts_the_bar_parts_and_names_the_answers_it_makes_w
 
 
 def test_the_judge_ships_only_when_the_rule_and_the_whole_bar_hold():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("relevance_report", REPORTS / "smollm2-relevance" / "make_report.py")
-    report = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(report)
+    report = _script("smollm2-relevance")
     met = ["- a: **met**", "- b: **met** (3%)"]
     assert report.ship_line({"chosen": "mix", "ships": True}, met).endswith("**yes**")
     assert "does not beat smollm2-complaints" in report.ship_line({"chosen": "mix", "ships": False}, met)
@@ -174,12 +167,9 @@ def test_the_docs_kl_figures_are_the_runs():
     """docs/training.md's figures on the documented KL term against smollm2-complaints are those of
     grpo-shipped-kl.json (this issue's run) and grpo-shipped-lr5e-5.json (issue 37's run without it):
     the answers that offer help before and after, and the distinct shares."""
-    import importlib.util
     import re
 
-    spec = importlib.util.spec_from_file_location("relevance_report", REPORTS / "smollm2-relevance" / "make_report.py")
-    report = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(report)
+    report = _script("smollm2-relevance")
     kl = json.loads((REPORTS / "smollm2-relevance" / "grpo-shipped-kl.json").read_text(encoding="utf-8"))
     no_kl = json.loads((REPORTS / "smollm2-complaints" / "grpo-shipped-lr5e-5.json").read_text(encoding="utf-8"))
     docs = " ".join((REPORTS.parent / "docs" / "training.md").read_text(encoding="utf-8").split())
@@ -193,11 +183,7 @@ def test_the_docs_kl_figures_are_the_runs():
 
 
 def test_an_answer_offers_help_when_it_asks_how_it_can_help_or_assist():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("relevance_report", REPORTS / "smollm2-relevance" / "make_report.py")
-    report = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(report)
+    report = _script("smollm2-relevance")
     assert report.offers_help(["Hello! How can I help you today?", "hey there! how can i assist you?",
                                "How can I helpfully put it...", "I can help you with that.", "How can it help?",
                                "Yes."]) == 2
