@@ -65,11 +65,14 @@ def context_spearman(scores: Sequence[float], ratings: Sequence[float]) -> float
     return float(spearmanr(x, y).statistic)
 
 
-def generic_wins(reply_scores: Any, human_scores: Any) -> np.ndarray:
+def generic_wins(reply_scores: Any, human_scores: Any, replies: Sequence[str], answers: Sequence[str | None]
+                 ) -> np.ndarray:
     """Whether each generic reply scores above each human answer (``reply_scores``: answers x replies; a
-    tie does not): the one count of generic wins. Its rows' means are each answer's share, its columns'
-    each reply's rate."""
-    return np.asarray(reply_scores) > np.asarray(human_scores)[:, None]
+    tie does not, nor does a reply that is the answer's own text: the same dialog, however differently
+    two calls batched it): the one count of generic wins. Its rows' means are each answer's share, its
+    columns' each reply's rate."""
+    same = np.asarray([[a == r for r in replies] for a in answers], dtype=bool).reshape(len(answers), len(replies))
+    return (np.asarray(reply_scores) > np.asarray(human_scores)[:, None]) & ~same
 
 
 def item_key(item: RatedItem) -> str:
@@ -115,7 +118,7 @@ def generic_reply_rate(
     rows = [where[tuple(i.context)] for i in human]
     reply_scores = np.stack([np.asarray(scorer.score([list(c) for c in contexts], [r] * len(contexts)).scores)[rows]
                              for r in replies], axis=1)
-    wins = generic_wins(reply_scores, own)
+    wins = generic_wins(reply_scores, own, replies, [i.response for i in human])
     per_answer = wins.mean(axis=1)
     low, high = clustered_mean_interval(per_answer, rows, resamples=bootstrap, seed=seed)  # contexts resampled
     return {"rate": float(per_answer.mean()), "ci_low": low, "ci_high": high, "contexts": len(contexts),

@@ -32,6 +32,7 @@ class Level:
     scores: np.ndarray
     human: np.ndarray  # indices of the human-written answers among the items
     reply_scores: np.ndarray  # (human answers x generic replies)
+    replies: Sequence[str]  # the generic replies' texts, in reply_scores' column order
 
 
 def level_of(kept: dict[str, Any], items: Sequence[RatedItem]) -> Level:
@@ -42,7 +43,7 @@ def level_of(kept: dict[str, Any], items: Sequence[RatedItem]) -> Level:
                          "items in its order; score both judges on the same file")
     replies = np.asarray(kept["reply_scores"], dtype=float)
     return Level(items, kept["aspect"], np.asarray(kept["scores"], dtype=float), np.asarray(kept["human"], dtype=int),
-                 replies if replies.ndim == 2 else replies.reshape(len(kept["human"]), 0))
+                 replies if replies.ndim == 2 else replies.reshape(len(kept["human"]), 0), kept["replies"])
 
 
 def _spearman(x: np.ndarray, y: np.ndarray) -> float:
@@ -94,7 +95,8 @@ def _systems(level: Level, groups: list[np.ndarray]) -> Callable[[np.ndarray], f
 
 def _generic(level: Level, groups: list[np.ndarray]) -> Callable[[np.ndarray], float]:
     """The share of (human answer, generic reply) pairs where the reply scores higher."""
-    wins = generic_wins(level.reply_scores, level.scores[level.human]).mean(axis=1)  # each answer's share
+    answers = [level.items[int(k)].response for k in level.human]
+    wins = generic_wins(level.reply_scores, level.scores[level.human], level.replies, answers).mean(axis=1)
     where = {int(k): n for n, k in enumerate(level.human)}
     per_context = [np.asarray([wins[where[int(k)]] for k in g if int(k) in where]) for g in groups]
     return lambda picked: float(np.concatenate([per_context[g] for g in picked]).mean())

@@ -89,7 +89,9 @@ def probe_answers(dialogs: Sequence[Sequence[str]], seed: int = 0, max_turns: in
 def gaming_probe(score: Callable[[Sequence[Sequence[str]], Sequence[str]], list[float]],
                  dialogs: Sequence[Sequence[str]], seed: int = 0) -> list[ProbeRow]:
     """Each probe answer's wins over the human's turn (a tie is no win), counted over the contexts
-    where it exists; ``score(contexts, responses)`` gives FULL's scores."""
+    where it exists; ``score(contexts, responses)`` gives FULL's scores. An answer that is the human's
+    turn itself (a one-word turn and its first word, a turn that repeats the last) is the same dialog:
+    a tie, whatever the last bits of two calls that batch it differently say."""
     from scipy.stats import binomtest
 
     contexts, humans, answers = probe_answers(dialogs, seed)
@@ -101,7 +103,7 @@ def gaming_probe(score: Callable[[Sequence[Sequence[str]], Sequence[str]], list[
             rows.append(ProbeRow(name, 0, 0, math.nan, math.nan, math.nan))
             continue
         scores = score([contexts[i] for i in kept], [made[i] for i in kept])  # type: ignore[misc]
-        wins = sum(s > human[i] for s, i in zip(scores, kept))
+        wins = sum(s > human[i] and made[i] != humans[i] for s, i in zip(scores, kept))
         interval = binomtest(wins, len(kept)).proportion_ci(0.95, method="wilson")
         rows.append(ProbeRow(name, wins, len(kept), interval.low, interval.high, sum(scores) / len(scores)))
     return rows

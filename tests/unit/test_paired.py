@@ -22,7 +22,7 @@ def _items(n_contexts: int = 30) -> list[RatedItem]:
 def _level(items: list[RatedItem], scores: np.ndarray) -> Level:
     human = np.asarray([k for k, i in enumerate(items) if i.system == "Human"])
     reply_scores = np.stack([scores[human] + 0.5 * (-1) ** np.arange(len(human)), scores[human] - 3], axis=1)
-    return Level(items, "human", scores, human, reply_scores)
+    return Level(items, "human", scores, human, reply_scores, ["Yes.", "I don't know."])
 
 
 def test_a_judge_against_itself_changes_nothing_in_any_resample():
@@ -58,7 +58,7 @@ def test_contexts_group_the_answers_to_one_context_and_dialogs_stand_alone():
 def test_scores_of_other_items_are_refused():
     items = _items(3)
     kept = {"data_set": "made-up", "level": "turn", "aspect": "human", "keys": [item_key(i) for i in items][::-1],
-            "scores": [0.0] * 12, "human": [], "reply_scores": []}
+            "scores": [0.0] * 12, "human": [], "reply_scores": [], "replies": []}
     with pytest.raises(UsageError, match="made-up .turn level.: the scored items are not"):
         level_of(kept, items)
     kept["keys"] = kept["keys"][::-1]
@@ -101,3 +101,35 @@ def test_the_paired_comparison_measures_what_agreement_measures(tmp_path):
     for row in reported:
         twin = next(p for p in paired if (p["level"], p["measure"]) == (row["level"], row["measure"]))
         assert twin["base"] == pytest.approx(row["value"], rel=1e-12), row["measure"]
+
+
+def test_a_reply_that_is_the_human_answer_itself_is_no_win_in_agreement_and_in_the_paired_comparison(tmp_path):
+    """A person who answered "Yes." and the generic reply "Yes." make the same dialog: a tie. A stand-in whose
+    every call adds a little more (as two batchings of one dialog differ in their last bits) makes every
+    other reply win; both readers of the wins count exactly those."""
+    import itertools
+    import json
+    from types import SimpleNamespace
+
+    from full_metric.research.agreement import agreement
+    from full_metric.research.paired import compare_judges
+
+    calls = itertools.count()
+
+    class Drifting:
+        def score(self, contexts, responses=None, **options):
+            offset = next(calls) * 1e-9
+            return SimpleNamespace(scores=[1.0 + offset for _ in contexts])
+
+    rows = [{"context": [f"context {c}"], "response": "Yes." if c == 0 else f"answer {c}", "system": system,
+             "level": "turn", "human": float(c % 5 + k)} for c in range(6)
+            for k, system in enumerate(("Original Ground Truth", "Bot A", "Bot B"))]
+    path = tmp_path / "usr-made-up.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    kept: list = []
+    reported = agreement(Drifting(), path, replies=("Yes.", "Sure."), bootstrap=20, scores_out=kept)
+    rate = next(r for r in reported if r["measure"] == "generic reply beats the human answer")
+    assert rate["per_reply"] == {"Yes.": pytest.approx(5 / 6), "Sure.": 1.0}  # six human answers, one is "Yes."
+    paired = compare_judges({"levels": kept}, {"levels": kept}, {"usr-made-up": str(path)}, resamples=20)
+    twin = next(p for p in paired if p["measure"] == "generic reply beats the human answer")
+    assert twin["base"] == pytest.approx(rate["value"], rel=1e-12) == 11 / 12

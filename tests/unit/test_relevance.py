@@ -5,6 +5,7 @@ never come from the pair's own dialog, for any draw; a far turn is far."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 
@@ -95,3 +96,23 @@ def test_other_and_topic_corruptions_never_come_from_the_pairs_own_dialog(seed):
         own = p.context[0].split()[0]
         if p.kind in ("other", "topic"):
             assert not p.corrupted.startswith(own + " "), (p.kind, p)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_an_answer_that_is_the_human_turn_itself_ties_however_its_call_was_batched(seed):
+    """A one-word human turn is its own first word, a turn that repeats the last one its own echo: the same
+    dialog, a tie. A stand-in whose every call adds a little more (as two batchings of one dialog differ in
+    their last bits) makes every other answer win, so the wins are exactly the answers that differ."""
+    dialogs = DIALOGS + [["Say something.", "Hey!"], ["Ahoy!", "Ahoy!"], ["Hello?", "Hi."]]
+    calls = itertools.count()
+
+    def drifting(contexts, responses):
+        offset = next(calls) * 1e-9
+        return [10.0 + offset for _ in responses]
+
+    rows = {r.answer: r for r in gaming_probe(drifting, dialogs, seed)}
+    _, humans, answers = probe_answers(dialogs, seed)
+    for name in ("first word", "echo"):
+        differ = sum(a is not None and a != h for a, h in zip(answers[name], humans))
+        assert rows[name].wins == differ < rows[name].contexts == len(dialogs)
+    assert rows["Yes."].wins == rows["Yes."].contexts  # no human turn here says "Yes."
