@@ -86,6 +86,10 @@ def probe_answers(dialogs: Sequence[Sequence[str]], seed: int = 0, max_turns: in
     return contexts, humans, answers
 
 
+#: How the probe counts ties, written into its records: a record counted by another rule is not kept.
+TIES = "a tie is no win; an answer that is the human's turn itself is a tie"
+
+
 def gaming_probe(score: Callable[[Sequence[Sequence[str]], Sequence[str]], list[float]],
                  dialogs: Sequence[Sequence[str]], seed: int = 0) -> list[ProbeRow]:
     """Each probe answer's wins over the human's turn (a tie is no win), counted over the contexts

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from full_metric import FullScorer
 from full_metric.research.adapt_data import held_out_dialogs
-from full_metric.research.probe import answers_record, gaming_probe, markdown_table
+from full_metric.research.probe import TIES, answers_record, gaming_probe, markdown_table
 
 
 def main() -> None:
@@ -36,10 +36,10 @@ def main() -> None:
     args = parser.parse_args()
     dialogs = held_out_dialogs(args.source, args.held_out)[: args.contexts]
     output = Path(args.output)
-    record: dict = {"contexts": len(dialogs), "seed": args.seed, "judges": {}}
-    if output.is_file():  # judges probed before on the same contexts are kept (a long probe goes on)
+    record: dict = {"contexts": len(dialogs), "seed": args.seed, "ties": TIES, "judges": {}}
+    if output.is_file():  # judges probed before on the same contexts by the same rule are kept (a long probe goes on)
         earlier = json.loads(output.read_text(encoding="utf-8"))
-        if (earlier["contexts"], earlier["seed"]) == (record["contexts"], record["seed"]):
+        if (earlier["contexts"], earlier["seed"], earlier.get("ties")) == (record["contexts"], record["seed"], TIES):
             record["judges"] = earlier["judges"]
     for named in args.judge:
         name, _, model = named.partition("=")

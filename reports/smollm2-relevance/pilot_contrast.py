@@ -15,7 +15,7 @@ from pathlib import Path
 
 from full_metric import FullScorer
 from full_metric.research.adapt_data import held_out_dialogs
-from full_metric.research.probe import answers_record, gaming_probe, markdown_table
+from full_metric.research.probe import TIES, answers_record, gaming_probe, markdown_table
 
 HERE = Path(__file__).resolve().parent
 
@@ -38,7 +38,7 @@ def main() -> None:
             alone.update(zip(new, judge.score([[]] * len(new), new).scores))
         return [s - alone[r] for s, r in zip(plain(contexts, responses), responses)]
 
-    record: dict = {"contexts": len(dialogs), "seed": 0, "judges": {}}
+    record: dict = {"contexts": len(dialogs), "seed": 0, "ties": TIES, "judges": {}}
     for name, score in (("plain", plain), ("contrast", contrast)):
         record["judges"][name] = {"signature": judge.signature(), "answers": answers_record(gaming_probe(score, dialogs, 0))}
     (HERE / "pilot-contrast.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")

@@ -601,18 +601,34 @@ def test_an_adapter_alone_loads_on_its_base_and_scores_as_the_merged_judge(learn
 
 def test_the_probe_script_runs_on_the_tiny_fixture(distinct, tiny_blenderbot_path, tmp_path):
     """reports/smollm2-complaints/probe.py on a tiny judge and a small dialog file: every probe answer
-    has a share in [0, 1] within its interval, on the held-out dialogs adapt would hold out."""
+    has a share in [0, 1] within its interval, on the held-out dialogs adapt would hold out. A judge
+    already in the output is kept when it was probed by the same tie rule, and probed again when not."""
     import sys
+
+    from full_metric.research.probe import TIES
 
     from ..helpers import run_checked
 
     repo = Path(__file__).resolve().parents[2]
     out = tmp_path / "probe.json"
-    run_checked([sys.executable, str(repo / "reports" / "smollm2-complaints" / "probe.py"), "--judge",
-                 f"tiny={tiny_blenderbot_path}", "--source", str(distinct), "--held-out", "0.2", "--contexts", "12",
-                 "-o", str(out)], timeout=300, cwd=repo, env={"PYTHONPATH": str(repo), "HF_HUB_OFFLINE": "1",
-                                                              "PATH": "/usr/bin:/bin"})
-    record = json.loads(out.read_text())
+
+    def probe(*judges: str) -> dict:
+        run_checked([sys.executable, str(repo / "reports" / "smollm2-complaints" / "probe.py"),
+                     *(f"--judge={name}={tiny_blenderbot_path}" for name in judges), "--source", str(distinct),
+                     "--held-out", "0.2", "--contexts", "12", "-o", str(out)], timeout=300, cwd=repo,
+                    env={"PYTHONPATH": str(repo), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+        return json.loads(out.read_text())
+
+    record = probe("tiny")
+    assert record["ties"] == TIES
+    planted = json.loads(json.dumps(record["judges"]["tiny"]))
+    planted["answers"]["Yes."]["wins"] = -1
+    record["judges"]["earlier"] = planted
+    out.write_text(json.dumps(record))
+    assert probe("tiny", "earlier")["judges"]["earlier"] == planted  # same rule: kept, not probed again
+    del record["ties"]
+    out.write_text(json.dumps(record))
+    assert probe("earlier")["judges"]["earlier"] == record["judges"]["tiny"]  # another rule: probed again
     rows = record["judges"]["tiny"]["answers"]
     assert record["contexts"] == 12 and set(rows) == {"Yes.", "I don't know.", "Ok.", "repeated word", "echo",
                                                       "other conversation", "first word", "same topic",
