@@ -10,8 +10,9 @@ dialog): the share of contexts where each beats the human, with a 95% interval (
 
 Each context is a held-out dialog cut at a random turn (seeded, `research.probe.cut_dialogs`): at most
 four turns before the cut, and the turn at the cut as the human's answer. Writes the figures as JSON after each
-judge (a judge already in the output, probed on the same contexts, is kept: a long probe goes on where it
-stopped) and prints a Markdown table."""
+judge to the output's name with ``.partial`` added, and to the output itself once every judge is in (a judge
+already in either, probed on the same contexts and counted by the same tie rule, is kept: a long probe goes on
+where it stopped), and prints a Markdown table."""
 
 from __future__ import annotations
 
@@ -37,8 +38,10 @@ def main() -> None:
     dialogs = held_out_dialogs(args.source, args.held_out)[: args.contexts]
     output = Path(args.output)
     record: dict = {"contexts": len(dialogs), "seed": args.seed, "ties": TIES, "judges": {}}
-    if output.is_file():  # judges probed before on the same contexts by the same rule are kept (a long probe goes on)
-        earlier = json.loads(output.read_text(encoding="utf-8"))
+    partial = output.with_name(output.name + ".partial")  # written after each judge; the output once all are in
+    earlier_file = partial if partial.is_file() else output
+    if earlier_file.is_file():  # judges probed before on the same contexts by the same rule are kept (a long probe goes on)
+        earlier = json.loads(earlier_file.read_text(encoding="utf-8"))
         if (earlier["contexts"], earlier["seed"], earlier.get("ties")) == (record["contexts"], record["seed"], TIES):
             record["judges"] = earlier["judges"]
     for named in args.judge:
@@ -48,7 +51,9 @@ def main() -> None:
         judge = FullScorer(model, progress=False)
         rows = gaming_probe(lambda c, r: judge.score(c, r).scores, dialogs, args.seed)
         record["judges"][name] = {"signature": judge.signature(), "answers": answers_record(rows)}
-        output.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")  # after each judge
+        partial.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    output.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    partial.unlink(missing_ok=True)
     print(markdown_table(record))
 
 

