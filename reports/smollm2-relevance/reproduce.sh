@@ -97,9 +97,12 @@ grpo() {  # grpo NAME JUDGE BETA: issue 37's GRPO run at lr 5e-5 against JUDGE, 
 }
 # shellcheck disable=SC2086  # a lever's options are words
 train mix 0 "$GGUF" ${LEVER[mix]}
-# the probe writes after each judge and keeps the judges already in its output: it goes on where it stopped
+# the probe writes after each judge and keeps the judges already in its output: it goes on where it stopped;
+# a record counted before an answer identical to the human's turn was a tie (research.probe.TIES) is made again
+stale "$OUT/probe.json" probe
 probe mix
 # lever 3's pilot (the contrast option, computed by plain scorer calls; see above)
+stale "$OUT/pilot-contrast.json" "pilot contrast"
 [ -f "$OUT/pilot-contrast.json" ] || timed "pilot contrast" python "$OUT/pilot_contrast.py" --contexts 40
 # the documented KL recipe against the shipped judge (what docs/training.md gives a user today)
 python reports/smollm2-complaints/prompts.py --train 200 -o runs/smollm2-complaints
