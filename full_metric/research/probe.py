@@ -90,6 +90,13 @@ def probe_answers(dialogs: Sequence[Sequence[str]], seed: int = 0, max_turns: in
 TIES = "a tie is no win; an answer that is the human's turn itself is a tie"
 
 
+def tie_rule(record: dict | None) -> str:
+    """How a probe record counted ties (records made before they said so: by the two scores alone)."""
+    if not record:
+        return "not run yet"
+    return record.get("ties", "a tie is no win; an answer that is the human's turn itself counted by its two scores")
+
+
 def gaming_probe(score: Callable[[Sequence[Sequence[str]], Sequence[str]], list[float]],
                  dialogs: Sequence[Sequence[str]], seed: int = 0) -> list[ProbeRow]:
     """Each probe answer's wins over the human's turn (a tie is no win), counted over the contexts

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from full_metric.answers import words
-from full_metric.research.probe import markdown_table
+from full_metric.research.probe import markdown_table, tie_rule
 
 HERE = Path(__file__).resolve().parent
 
@@ -200,7 +200,7 @@ held-out contexts; never on rated data.
 
 On {probe['contexts'] if probe else '(not run)'} held-out contexts, the share of contexts where each answer
 scores above the human's real next turn, with Wilson 95% intervals (`reports/smollm2-complaints/probe.py`;
-base = smollm2-gguf, shipped = smollm2-complaints, the others the levers' seed-0 judges).
+base = smollm2-gguf, shipped = smollm2-complaints, the others the levers' seed-0 judges). Counted as: {tie_rule(probe)}.
 
 {markdown_table(probe) if probe else "Not run yet."}
 

@@ -116,3 +116,10 @@ def test_an_answer_that_is_the_human_turn_itself_ties_however_its_call_was_batch
         differ = sum(a is not None and a != h for a, h in zip(answers[name], humans))
         assert rows[name].wins == differ < rows[name].contexts == len(dialogs)
     assert rows["Yes."].wins == rows["Yes."].contexts  # no human turn here says "Yes."
+
+
+def test_a_probe_record_says_how_it_counted_ties():
+    from full_metric.research.probe import TIES, tie_rule
+
+    assert tie_rule({"contexts": 7, "ties": TIES}) == TIES
+    assert "counted by its two scores" in tie_rule({"contexts": 7}) and tie_rule(None) == "not run yet"
