@@ -6,7 +6,8 @@ adaptation records; writes chosen.json and prints the reasoning.
     python reports/smollm2-relevance/choose.py mix pairs2 --seeds 0 1   # and the chosen lever's seeds
 
 The bar's probe parts (counted as three, in the bar's words): another conversation <= 10%; same topic <=
-half of smollm2-complaints' share; every other answer of issue 37's probe <= 5%.
+half of smollm2-complaints' share; every other answer of issue 37's probe <= 5%. Whether the chosen
+setting ships is decided on the probe of the seed that would ship (reproduce.sh probes seed 1 too).
 """
 
 from __future__ import annotations
@@ -32,6 +33,11 @@ def bar_parts(answers: dict[str, dict], shipped: dict[str, dict]) -> dict[str, b
         "every other answer of issue 37's probe <= 5%": all(
             answers[a]["beats_human"] <= GAMED_SHARE for a in ISSUE_37 if a != "other conversation"),
     }
+
+
+def probe_name(lever: str, seed: int) -> str:
+    """A lever's judge as the probe names it: the lever for seed 0, "LEVER seed N" otherwise."""
+    return lever if seed == 0 else f"{lever} seed {seed}"
 
 
 def relevance_wins(answers: dict[str, dict]) -> int:
@@ -61,7 +67,11 @@ def choose(levers: list[str], seeds: list[int], probe: dict, records: dict[str, 
                                                 "held_out_loss_before", "held_out_loss_after", "digest")}
                            for s, r in seed_rows.items()}
     if chosen:
-        answers = probe["judges"][chosen]["answers"]
+        judge = probe_name(chosen, result.get("seed") or 0)
+        if judge not in probe["judges"]:
+            raise SystemExit(f"probe {judge!r} first: whether a judge ships is decided on its own probe")
+        result["ships_judge"] = judge
+        answers = probe["judges"][judge]["answers"]
         beats = {a: answers[a]["beats_human"] > shipped[a]["high"] for a in ISSUE_37}
         result["ships"] = (relevance_wins(answers) < relevance_wins(shipped)) and not any(beats.values())
         result["ship_reasons"] = {"relevance wins (chosen, smollm2-complaints)": [relevance_wins(answers),

@@ -125,8 +125,9 @@ def agreement_part(worse: list[str] | None) -> str:
 
 def bar_verdict(probe: dict | None, chosen: dict | None, runs: dict[str, dict],
                 worse: list[str] | None = None) -> list[str]:
-    """The bar of issue 45, part by part, for the chosen judge; a part not measured yet says so."""
-    name = chosen.get("chosen") if chosen else None
+    """The bar of issue 45, part by part, for the chosen judge (the seed that would ship, once both seeds
+    are in); a part not measured yet says so."""
+    name = chosen.get("ships_judge", chosen.get("chosen")) if chosen else None
     lines = []
     if probe and name and name in probe["judges"]:
         answers, shipped = probe["judges"][name]["answers"], probe["judges"]["shipped"]["answers"]

@@ -31,6 +31,8 @@
 #   what each lever moved. Whether it is *recommended* as a reward is the issue's bar (make_report.py).
 #   (Made explicit before choose.py first ran: the issue also ships nothing new short of its bar, so the
 #   judge ships only when both hold; make_report.py says the decision from both.)
+#   (And, before choose.py first ran: whether it ships is read on the probe of the seed that would ship;
+#   seed 1 of the chosen setting is probed too, and the seeds' spread on the probe reported.)
 #
 # The levers (each named by its judge folder):
 #   mix:    the relevance corruptions in the mix (topic 0.2, opener 0.1; the training openers are disjoint
@@ -79,9 +81,16 @@ train() {  # train NAME SEED MODEL [adapt options]: the judge $JUDGES/smollm2-re
 }
 declare -A LEVER=([mix]="--max-pairs $PAIRS --mix $MIX"
                   [pairs2]="--max-pairs $((2 * PAIRS)) --pairs-per-dialog 2 --mix $MIX")
-probe() {  # probe NAME...: the base, the shipped judge and these levers' seed-0 judges (judges already probed are kept)
-  local judges=(--judge base=smollm2-gguf --judge shipped=smollm2-complaints) name
-  for name in "$@"; do judges+=(--judge "$name=$JUDGES/smollm2-relevance-$name-s0"); done
+probe() {  # probe LEVER[:SEED]...: the base, the shipped judge and these levers' judges (seed 0 unless given;
+  # probed as LEVER, or "LEVER seed N"); judges already probed are kept
+  local judges=(--judge base=smollm2-gguf --judge shipped=smollm2-complaints) name lever seed label
+  for name in "$@"; do
+    lever=${name%%:*} seed=0
+    [[ $name == *:* ]] && seed=${name##*:}
+    label=$lever
+    [ "$seed" = 0 ] || label="$lever seed $seed"
+    judges+=(--judge "$label=$JUDGES/smollm2-relevance-$lever-s$seed")
+  done
   timed "probe" python reports/smollm2-complaints/probe.py "${judges[@]}" -o "$OUT/probe.json"
 }
 grpo() {  # grpo NAME JUDGE BETA: issue 37's GRPO run at lr 5e-5 against JUDGE, its record in $OUT/grpo-NAME.json
@@ -115,6 +124,7 @@ CHOSEN=$(python -c "import json; print(json.load(open('$OUT/chosen.json'))['chos
 [ -n "$CHOSEN" ] || { echo "no lever is eligible (each one's held-out LM loss rose): nothing to ship"; exit 0; }
 # shellcheck disable=SC2086
 train "$CHOSEN" 1 "$GGUF" ${LEVER[$CHOSEN]}
+probe mix pairs2 "$CHOSEN:1"  # the seeds' spread on the probe, and the probe of the seed that would ship
 python "$OUT/choose.py" mix pairs2 --seeds 0 1
 SEED=$(python -c "import json; print(json.load(open('$OUT/chosen.json'))['seed'])")
 NEW=$JUDGES/smollm2-relevance-$CHOSEN-s$SEED
