@@ -10,8 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 REPORTS = Path(__file__).resolve().parents[2] / "reports"
 ANSWERS = ("Yes.", "I don't know.", "Ok.", "repeated word", "echo", "other conversation", "first word", "same topic",
            "assistant opener", "same conversation, far")
@@ -190,21 +188,3 @@ def test_an_answer_offers_help_when_it_asks_how_it_can_help_or_assist():
                                "How can I helpfully put it...", "I can help you with that.", "How can it help?",
                                "Yes."]) == 2
 
-
-def test_whether_a_judge_ships_is_read_on_the_probe_of_the_seed_that_would_ship():
-    """choose.py: seed 1 of the chosen lever has the higher held-out pair accuracy, so it would ship; its own
-    probe decides (its relevance wins are above smollm2-complaints' although seed 0's are below), and
-    without its probe no decision is made."""
-    choose = _script("smollm2-relevance", "choose")
-    shipped = _answers({"other conversation": 0.22, "same topic": 0.3})
-    probe = {"judges": {"shipped": {"answers": shipped}, "mix": {"answers": _answers({"other conversation": 0.08})}}}
-    record = {"pairs": 2000, "base_model": "m", "held_out_loss_before": 3.0, "held_out_loss_after": 2.9,
-              "held_out_pair_accuracy_before": 0.6, "held_out_pair_accuracy_after": 0.85, "digest": "a"}
-    records = {"mix-s0": record, "mix-s1": record | {"held_out_pair_accuracy_after": 0.9, "digest": "b"}}
-    with pytest.raises(SystemExit, match="probe 'mix seed 1' first"):
-        choose.choose(["mix"], [0, 1], probe, records)
-    probe["judges"]["mix seed 1"] = {"answers": _answers({"other conversation": 0.4, "same topic": 0.3})}
-    result = choose.choose(["mix"], [0, 1], probe, records)
-    assert (result["seed"], result["ships_judge"], result["ships"]) == (1, "mix seed 1", False)
-    assert _script("smollm2-relevance").bar_verdict(probe, result, {})[0] == "- other conversation <= 10%: **not met** (40%)"
-    assert choose.choose(["mix"], [0], probe, records)["ships"] is True  # seed 0 alone: its own probe

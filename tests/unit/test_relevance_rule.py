@@ -63,7 +63,8 @@ def test_ties_go_to_fewer_relevance_wins_then_the_cheaper_lever(order):
 
 def test_a_lever_whose_lm_loss_rose_is_not_chosen_and_the_seed_follows_issue_37s_rule():
     probe = {"judges": {"shipped": {"answers": SHIPPED}, "a": {"answers": _answers(other_conversation=0.01)},
-                        "b": {"answers": _answers(other_conversation=0.09)}}}
+                        "b": {"answers": _answers(other_conversation=0.09)},
+                        "b seed 1": {"answers": _answers(other_conversation=0.09)}}}
     records = {"a-s0": _record(3.1), "b-s0": _record(2.9, accuracy=0.8), "b-s1": _record(2.95, accuracy=0.85)}
     result = choose_module.choose(["a", "b"], [0, 1], probe, records)
     assert result["chosen"] == "b" and not result["levers"]["a"]["eligible"] and result["seed"] == 1
@@ -78,3 +79,21 @@ def test_an_issue_37_answer_above_the_shipped_judges_upper_bound_stops_shipping(
     result = choose_module.choose(["a"], [0], probe, {"a-s0": _record(2.9)})
     assert result["chosen"] == "a" and not result["ships"]  # "Ok." 8% > shipped's 2% + 5%
     assert result["ship_reasons"]["issue 37 answers above smollm2-complaints' upper bound"] == ["Ok."]
+
+
+def test_whether_a_judge_ships_is_read_on_the_probe_of_the_seed_that_would_ship():
+    """Seed 1 of the chosen lever has the higher held-out pair accuracy, so it would ship; its own probe
+    decides (its relevance wins are above smollm2-complaints' although seed 0's are below), and without
+    its probe no decision is made."""
+    spec = importlib.util.spec_from_file_location("relevance_report", SCRIPT.parent / "make_report.py")
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)  # type: ignore[union-attr]
+    probe = {"judges": {"shipped": {"answers": SHIPPED}, "mix": {"answers": _answers(other_conversation=0.08)}}}
+    records = {"mix-s0": _record(2.9, accuracy=0.85), "mix-s1": _record(2.9, accuracy=0.9)}
+    with pytest.raises(SystemExit, match="probe 'mix seed 1' first"):
+        choose_module.choose(["mix"], [0, 1], probe, records)
+    probe["judges"]["mix seed 1"] = {"answers": _answers(other_conversation=0.4, same_topic=0.3, assistant_opener=0.4)}
+    result = choose_module.choose(["mix"], [0, 1], probe, records)
+    assert (result["seed"], result["ships_judge"], result["ships"]) == (1, "mix seed 1", False)
+    assert report.bar_verdict(probe, result, {})[0] == "- other conversation <= 10%: **not met** (40%)"
+    assert choose_module.choose(["mix"], [0], probe, records)["ships"] is True  # seed 0 alone: its own probe
