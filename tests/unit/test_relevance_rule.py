@@ -97,3 +97,19 @@ def test_whether_a_judge_ships_is_read_on_the_probe_of_the_seed_that_would_ship(
     assert (result["seed"], result["ships_judge"], result["ships"]) == (1, "mix seed 1", False)
     assert report.bar_verdict(probe, result, {})[0] == "- other conversation <= 10%: **not met** (40%)"
     assert choose_module.choose(["mix"], [0], probe, records)["ships"] is True  # seed 0 alone: its own probe
+
+
+def test_reproduce_sh_probes_each_seed_under_the_name_choose_py_reads():
+    """reproduce.sh's probe() names a lever's judge as choose.probe_name does (the seed that would ship is
+    looked up by that name), and points it at that seed's judge folder."""
+    import subprocess
+
+    script = SCRIPT.parent / "reproduce.sh"
+    shell = ('JUDGES=j; timed() { shift; printf "%s\\n" "$@"; }; '
+             f'eval "$(sed -n "/^probe() {{/,/^}}/p" "{script}")"; probe mix pairs2 mix:1')
+    words = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, check=True).stdout.splitlines()
+    judges = [words[k + 1] for k, w in enumerate(words) if w == "--judge"]
+    assert judges == ["base=smollm2-gguf", "shipped=smollm2-complaints",
+                      f"{choose_module.probe_name('mix', 0)}=j/smollm2-relevance-mix-s0",
+                      f"{choose_module.probe_name('pairs2', 0)}=j/smollm2-relevance-pairs2-s0",
+                      f"{choose_module.probe_name('mix', 1)}=j/smollm2-relevance-mix-s1"]
