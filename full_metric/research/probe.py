@@ -97,6 +97,16 @@ def tie_rule(record: dict | None) -> str:
     return record.get("ties", "a tie is no win; an answer that is the human's turn itself counted by its two scores")
 
 
+def taken_from(record: dict | None) -> str:
+    """A sentence naming the probes some judges' rows were taken from (probe.py --reuse), or ""."""
+    sources: dict[str, list[str]] = {}
+    for name, judge in (record or {}).get("judges", {}).items():
+        if "taken_from" in judge:
+            sources.setdefault(judge["taken_from"], []).append(name)
+    return " ".join(f"The rows of {', '.join(names)} are taken from `{source}` (the same judge signature, contexts and "
+                    "tie rule)." for source, names in sources.items())
+
+
 def gaming_probe(score: Callable[[Sequence[Sequence[str]], Sequence[str]], list[float]],
                  dialogs: Sequence[Sequence[str]], seed: int = 0) -> list[ProbeRow]:
     """Each probe answer's wins over the human's turn (a tie is no win), counted over the contexts

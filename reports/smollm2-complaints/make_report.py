@@ -18,7 +18,7 @@ from typing import Any
 from full_metric.answers import words
 from full_metric.research.agreement import markdown
 from full_metric.research.paired import compare_judges
-from full_metric.research.probe import markdown_table, tie_rule
+from full_metric.research.probe import markdown_table, taken_from, tie_rule
 
 HERE = Path(__file__).resolve().parent
 CARD = HERE.parents[1] / "full_metric" / "judges" / "smollm2-complaints" / "README.md"
@@ -249,6 +249,7 @@ checkpoint counts in the training time only).
 On {probe['contexts'] if probe else '(not run)'} held-out contexts (adapt's held-out dialogs, each cut at a
 seeded random turn, at most four turns kept), the share of contexts where each answer scores above the
 human's real next turn, with Wilson 95% intervals (`reports/smollm2-complaints/probe.py`). Counted as: {tie_rule(probe)}.
+{taken_from(probe)}
 
 {probe_text or "Not run yet."}
 

@@ -11,8 +11,9 @@ dialog): the share of contexts where each beats the human, with a 95% interval (
 Each context is a held-out dialog cut at a random turn (seeded, `research.probe.cut_dialogs`): at most
 four turns before the cut, and the turn at the cut as the human's answer. Writes the figures as JSON after each
 judge to the output's name with ``.partial`` added, and to the output itself once every judge is in (a judge
-already in either, probed on the same contexts and counted by the same tie rule, is kept: a long probe goes on
-where it stopped), and prints a Markdown table."""
+already in either with the same signature, probed on the same contexts and counted by the same tie rule, is kept:
+a long probe goes on where it stopped; so is one found in a ``--reuse`` probe, its file named in its record's
+``taken_from``), and prints a Markdown table."""
 
 from __future__ import annotations
 
@@ -25,6 +26,15 @@ from full_metric.research.adapt_data import held_out_dialogs
 from full_metric.research.probe import TIES, answers_record, gaming_probe, markdown_table
 
 
+def _same_probe(path: Path, record: dict) -> dict:
+    """The judges of the probe in ``path`` when it was made on ``record``'s contexts by the same tie rule."""
+    if not path.is_file():
+        return {}
+    earlier = json.loads(path.read_text(encoding="utf-8"))
+    same = (earlier["contexts"], earlier["seed"], earlier.get("ties")) == (record["contexts"], record["seed"], TIES)
+    return earlier["judges"] if same else {}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--judge", action="append", required=True, metavar="NAME=MODEL",
@@ -33,24 +43,31 @@ def main() -> None:
     parser.add_argument("--held-out", type=float, default=0.06, help="adapt's --held-out of those runs")
     parser.add_argument("--contexts", type=int, default=241)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--reuse", nargs="+", default=[], metavar="PROBE_JSON",
+                        help="other probes' records: a judge with the same signature there, probed on the same contexts "
+                             "by the same rule, is taken from them, not probed again")
     parser.add_argument("-o", "--output", required=True)
     args = parser.parse_args()
     dialogs = held_out_dialogs(args.source, args.held_out)[: args.contexts]
     output = Path(args.output)
     record: dict = {"contexts": len(dialogs), "seed": args.seed, "ties": TIES, "judges": {}}
     partial = output.with_name(output.name + ".partial")  # written after each judge; the output once all are in
-    earlier_file = partial if partial.is_file() else output
-    if earlier_file.is_file():  # judges probed before on the same contexts by the same rule are kept (a long probe goes on)
-        earlier = json.loads(earlier_file.read_text(encoding="utf-8"))
-        if (earlier["contexts"], earlier["seed"], earlier.get("ties")) == (record["contexts"], record["seed"], TIES):
-            record["judges"] = earlier["judges"]
+    own = _same_probe(partial if partial.is_file() else output, record)
+    others = {name: _same_probe(Path(name), record) for name in args.reuse}
     for named in args.judge:
         name, _, model = named.partition("=")
-        if name in record["judges"]:
-            continue
         judge = FullScorer(model, progress=False)
-        rows = gaming_probe(lambda c, r: judge.score(c, r).scores, dialogs, args.seed)
-        record["judges"][name] = {"signature": judge.signature(), "answers": answers_record(rows)}
+        signature = judge.signature()
+        if own.get(name, {}).get("signature") == signature:  # probed before (a long probe goes on)
+            record["judges"][name] = own[name]
+            continue
+        taken = next(((source, r) for source, judges in others.items() for r in judges.values()
+                      if r["signature"] == signature), None)
+        if taken:
+            record["judges"][name] = {**taken[1], "taken_from": taken[1].get("taken_from", taken[0])}
+        else:
+            rows = gaming_probe(lambda c, r: judge.score(c, r).scores, dialogs, args.seed)
+            record["judges"][name] = {"signature": signature, "answers": answers_record(rows)}
         partial.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     output.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     partial.unlink(missing_ok=True)

@@ -41,12 +41,13 @@ train 1
 SHIPPED=$(python -c "import json; print(json.load(open('$OUT/chosen.json'))['seed'])")
 OTHER=$((1 - SHIPPED))
 # a probe counted before an answer identical to the human's turn was a tie (research.probe.TIES) is made again,
-# the other seed's judge rebuilt for it if its folder is gone
+# the other seed's judge rebuilt for it if its folder is gone; a judge issue 45's probe holds with the same
+# signature, on the same contexts and by the same rule (the base, the shipped judge) is taken from it
 stale "$OUT/probe.json" probe
 [ -f "$OUT/probe.json" ] || train "$OTHER" rebuilt
 [ -f "$OUT/probe.json" ] || timed "probe" python "$OUT/probe.py" --judge base=smollm2-gguf \
     --judge shipped=smollm2-complaints --judge "seed $OTHER=$JUDGES/smollm2-complaints-$PAIRS-s$OTHER" \
-    -o "$OUT/probe.json"
+    --reuse reports/smollm2-relevance/probe.json -o "$OUT/probe.json"
 [ -f "$OUT/shipped/scores.json" ] || timed "agreement shipped" full-metric agreement "$DATA/fed_data.json" \
     "$DATA/usr-topicalchat.jsonl" "$DATA/usr-personachat.jsonl" --model smollm2-complaints --presets paper \
     --replies "Yes." "I don't know." --no-progress -o "$OUT/shipped"

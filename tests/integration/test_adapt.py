@@ -602,7 +602,8 @@ def test_an_adapter_alone_loads_on_its_base_and_scores_as_the_merged_judge(learn
 def test_the_probe_script_runs_on_the_tiny_fixture(distinct, tiny_blenderbot_path, tmp_path):
     """reports/smollm2-complaints/probe.py on a tiny judge and a small dialog file: every probe answer
     has a share in [0, 1] within its interval, on the held-out dialogs adapt would hold out. A judge
-    already in the output is kept when it was probed by the same tie rule, and probed again when not."""
+    already in the output is kept when it was probed by the same tie rule with the same signature, and probed
+    again when not; one in a --reuse probe is taken from it (its file named) on the same terms only."""
     import sys
 
     from full_metric.research.probe import TIES
@@ -612,10 +613,11 @@ def test_the_probe_script_runs_on_the_tiny_fixture(distinct, tiny_blenderbot_pat
     repo = Path(__file__).resolve().parents[2]
     out = tmp_path / "probe.json"
 
-    def probe(*judges: str) -> dict:
+    def probe(*judges: str, reuse: tuple[Path, ...] = ()) -> dict:
         run_checked([sys.executable, str(repo / "reports" / "smollm2-complaints" / "probe.py"),
                      *(f"--judge={name}={tiny_blenderbot_path}" for name in judges), "--source", str(distinct),
-                     "--held-out", "0.2", "--contexts", "12", "-o", str(out)], timeout=300, cwd=repo,
+                     "--held-out", "0.2", "--contexts", "12", "-o", str(out),
+                     *(["--reuse", *map(str, reuse)] if reuse else [])], timeout=300, cwd=repo,
                     env={"PYTHONPATH": str(repo), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
         return json.loads(out.read_text())
 
@@ -636,6 +638,20 @@ def test_the_probe_script_runs_on_the_tiny_fixture(distinct, tiny_blenderbot_pat
     out.with_name("probe.json.partial").write_text(json.dumps(record))  # a probe killed before its last judge
     out.unlink()
     assert probe("earlier")["judges"]["earlier"] == planted and not out.with_name("probe.json.partial").exists()
+    other_model = json.loads(json.dumps(record))
+    other_model["judges"]["earlier"]["signature"] += "+another"
+    out.write_text(json.dumps(other_model))
+    assert probe("earlier")["judges"]["earlier"] == record["judges"]["tiny"]  # another judge by that name: probed
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text(json.dumps({**record, "judges": {"its name": planted}}))
+    out.unlink()
+    taken = probe("mine", reuse=(elsewhere,))["judges"]["mine"]
+    assert taken == {**planted, "taken_from": str(elsewhere)}  # the same signature, contexts and rule: taken
+    for changed in ({"contexts": 11}, {"seed": 1}, {"ties": "ties win"},
+                    {"judges": {"its name": {**planted, "signature": planted["signature"] + "+another"}}}):
+        elsewhere.write_text(json.dumps({**record, "judges": {"its name": planted}, **changed}))
+        out.unlink()
+        assert probe("mine", reuse=(elsewhere,))["judges"]["mine"] == record["judges"]["tiny"]  # probed again
     del record["ties"]
     out.write_text(json.dumps(record))
     assert probe("earlier")["judges"]["earlier"] == record["judges"]["tiny"]  # another rule: probed again

@@ -123,3 +123,13 @@ def test_a_probe_record_says_how_it_counted_ties():
 
     assert tie_rule({"contexts": 7, "ties": TIES}) == TIES
     assert "counted by its two scores" in tie_rule({"contexts": 7}) and tie_rule(None) == "not run yet"
+
+
+def test_a_probe_names_the_probes_its_rows_were_taken_from():
+    from full_metric.research.probe import taken_from
+
+    judges = {"base": {"taken_from": "a.json"}, "new": {}, "shipped": {"taken_from": "a.json"}, "x": {"taken_from": "b"}}
+    assert taken_from({"judges": judges}) == (
+        "The rows of base, shipped are taken from `a.json` (the same judge signature, contexts and tie rule). "
+        "The rows of x are taken from `b` (the same judge signature, contexts and tie rule).")
+    assert taken_from({"judges": {"new": {}}}) == taken_from(None) == ""
