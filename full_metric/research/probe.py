@@ -20,6 +20,8 @@ MEASURED_OPENERS = ("Hello! How can I help you today?", "Hello there! How can I 
 PROBE_ANSWERS = (*FIXED_ANSWERS.values(), *MEASURED_OPENERS)
 #: The answers made from the context or the corpus, by name (the last three since issue 45: relevance).
 MADE_ANSWERS = ("echo", "other conversation", "first word", "same topic", "assistant opener", "same conversation, far")
+#: Issue 37's probe: the answers its bar was read on (the rest came with issue 45).
+ISSUE_37_ANSWERS = (*FIXED_ANSWERS, *MADE_ANSWERS[:3])
 #: A far turn of the same conversation is at least this many turns from the human's turn (as in training).
 FAR = 3
 

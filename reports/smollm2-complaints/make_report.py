@@ -18,7 +18,7 @@ from typing import Any
 from full_metric.answers import words
 from full_metric.research.agreement import markdown
 from full_metric.research.paired import compare_judges
-from full_metric.research.probe import markdown_table, taken_from, tie_rule
+from full_metric.research.probe import ISSUE_37_ANSWERS, markdown_table, taken_from, tie_rule
 
 HERE = Path(__file__).resolve().parent
 CARD = HERE.parents[1] / "full_metric" / "judges" / "smollm2-complaints" / "README.md"
@@ -56,9 +56,10 @@ def seeds_section(chosen: dict, wall: dict) -> str:
 
 
 def probe_section(probe: dict) -> tuple[str, float | None]:
-    """The probe's table, and the shipped judge's largest share of contexts where a gamed answer wins."""
+    """The probe's table, and the shipped judge's largest share of contexts where an answer of issue 37's
+    probe wins (its bar's answers; the relevance answers came with issue 45)."""
     shipped = probe["judges"].get("shipped")
-    worst = max(a["beats_human"] for a in shipped["answers"].values()) if shipped else None
+    worst = max(shipped["answers"][a]["beats_human"] for a in ISSUE_37_ANSWERS) if shipped else None
     return markdown_table(probe), worst
 
 

@@ -17,9 +17,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from full_metric.research.probe import ISSUE_37_ANSWERS
+
 HERE = Path(__file__).resolve().parent
 #: Issue 37's probe (the bar's "today's probe"), and the four relevance answers of issue 45.
-ISSUE_37 = ("Yes.", "I don't know.", "Ok.", "repeated word", "echo", "other conversation", "first word")
+ISSUE_37 = ISSUE_37_ANSWERS
 RELEVANCE = ("other conversation", "same topic", "assistant opener", "same conversation, far")
 OTHER_SHARE, TOPIC_FRACTION, GAMED_SHARE = 0.10, 0.5, 0.05
 
