@@ -4,6 +4,7 @@ adaptation records; writes chosen.json and prints the reasoning.
 
     python reports/smollm2-relevance/choose.py mix pairs2            # the levers' names, seed 0 each
     python reports/smollm2-relevance/choose.py mix pairs2 --seeds 0 1   # and the chosen lever's seeds
+    python reports/smollm2-relevance/choose.py mix pairs2 --larger-base-needed   # yes: the Gemma lever is tried
 
 The bar's probe parts (counted as three, in the bar's words): another conversation <= 10%; same topic <=
 half of smollm2-complaints' share; every other answer of issue 37's probe <= 5%. Whether the chosen
@@ -44,6 +45,14 @@ def probe_name(lever: str, seed: int) -> str:
 
 def relevance_wins(answers: dict[str, dict]) -> int:
     return sum(answers[a]["wins"] for a in RELEVANCE)
+
+
+def larger_base_needed(levers: list[str], probe: dict, records: dict[str, dict]) -> bool:
+    """The issue's "if the 135M base cannot get there", as written before pairs2's probe: no eligible lever's
+    seed-0 judge (its held-out LM loss did not rise) meets all three of the bar's probe parts."""
+    shipped = probe["judges"]["shipped"]["answers"]
+    return not any(records[f"{n}-s0"]["held_out_loss_after"] <= records[f"{n}-s0"]["held_out_loss_before"]
+                   and all(bar_parts(probe["judges"][n]["answers"], shipped).values()) for n in levers)
 
 
 def choose(levers: list[str], seeds: list[int], probe: dict, records: dict[str, dict]) -> dict[str, Any]:
@@ -87,10 +96,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("levers", nargs="+", help="the levers' names (judge folders smollm2-relevance-NAME-sSEED)")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
+    parser.add_argument("--larger-base-needed", action="store_true",
+                        help="only print yes or no: whether no eligible lever meets all three probe parts")
     args = parser.parse_args()
     probe = json.loads((HERE / "probe.json").read_text(encoding="utf-8"))
     records = {p.stem.removeprefix("adaptation-"): json.loads(p.read_text(encoding="utf-8"))
                for p in HERE.glob("adaptation-*.json")}
+    if args.larger_base_needed:
+        print("yes" if larger_base_needed(args.levers, probe, records) else "no")
+        return
     result = choose(args.levers, args.seeds, probe, records)
     (HERE / "chosen.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(result, indent=1))

@@ -113,3 +113,18 @@ def test_reproduce_sh_probes_each_seed_under_the_name_choose_py_reads():
                       f"{choose_module.probe_name('mix', 0)}=j/smollm2-relevance-mix-s0",
                       f"{choose_module.probe_name('pairs2', 0)}=j/smollm2-relevance-pairs2-s0",
                       f"{choose_module.probe_name('mix', 1)}=j/smollm2-relevance-mix-s1"]
+
+
+def test_the_larger_base_is_needed_when_no_eligible_lever_meets_all_three_probe_parts():
+    """choose.larger_base_needed, figures worked out by hand: 'a' meets all three parts (other 9%, topic 14% <=
+    half of 30%, the rest 2%); 'b' two (topic 16%); 'c' all three, but its held-out LM loss rose."""
+    probe = {"judges": {"shipped": {"answers": SHIPPED},
+                        "a": {"answers": _answers(other_conversation=0.09, same_topic=0.14)},
+                        "b": {"answers": _answers(other_conversation=0.03, same_topic=0.16)},
+                        "c": {"answers": _answers(other_conversation=0.09, same_topic=0.14)}}}
+    records = {"a-s0": _record(2.9), "b-s0": _record(2.9), "c-s0": _record(3.1)}
+    assert not choose_module.larger_base_needed(["a", "b"], probe, records)
+    assert choose_module.larger_base_needed(["b"], probe, records)
+    assert choose_module.larger_base_needed(["b", "c"], probe, records)
+    probe["judges"]["a"]["answers"]["Ok."]["beats_human"] = 0.06  # an answer of issue 37's probe above 5%
+    assert choose_module.larger_base_needed(["a", "b"], probe, records)
