@@ -41,6 +41,15 @@ def llama_folder(tmp_path_factory, tiny_models, tokenizer) -> Path:
     return folder
 
 
+@pytest.fixture(scope="module")
+def gemma3_folder(tmp_path_factory, tiny_models, tokenizer) -> Path:
+    """A tiny Gemma 3 (sliding-window layers with a window of 16 tokens, shorter than most dialogs here)."""
+    folder = tmp_path_factory.mktemp("gemma3")
+    tiny_models["gemma3"].save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
 @pytest.mark.parametrize("kind, method", [("causal", "lora"), ("seq2seq", "lora"), ("causal", "full"),
                                           ("seq2seq", "full")])
 def test_an_adapted_judge_learns_loads_and_names_its_adaptation(kind, method, repeated, llama_folder,
@@ -241,14 +250,16 @@ SPOKEN = [["A: Hi! How was your weekend?", "B: Great, I went hiking."],
           [f"turn {k} of a long one about the harbour and the boats" for k in range(40)]]
 
 
-@pytest.mark.parametrize("kind, name", [(k, n) for n in SETTINGS for k in ("causal", "seq2seq")
+@pytest.mark.parametrize("kind, name", [(k, n) for n in SETTINGS for k in ("causal", "seq2seq", "gemma3")
                                          if not (k == "seq2seq" and n == "smollm2")])  # a decoder-only preset
-def test_the_differentiable_score_is_the_scorers(kind, name, llama_folder, tiny_blenderbot_path):
+def test_the_differentiable_score_is_the_scorers(kind, name, llama_folder, gemma3_folder, tiny_blenderbot_path):
     """The score the objective trains (FullScorer.differentiable_scores, with gradients) is
-    FullScorer.score's, for every aggregation, both families, a scorer that strips speaker labels,
-    contexts over max_turns and over the model's positions, and with gradients reaching the model."""
+    FullScorer.score's, for every aggregation, both families and Gemma 3's sliding windows, a scorer that
+    strips speaker labels, contexts over max_turns and over the model's positions, and with gradients
+    reaching the model."""
     settings = SETTINGS[name]
-    scorer = FullScorer(str(llama_folder if kind == "causal" else tiny_blenderbot_path), progress=False, **settings)
+    folder = {"causal": llama_folder, "gemma3": gemma3_folder}.get(kind, tiny_blenderbot_path)
+    scorer = FullScorer(str(folder), progress=False, **settings)
     scorer.model.zero_grad()
     ours = complaints.dialog_scores(scorer, scorer.model, SPOKEN)
     ours.sum().backward()
@@ -258,18 +269,20 @@ def test_the_differentiable_score_is_the_scorers(kind, name, llama_folder, tiny_
     scorer.model.zero_grad()
 
 
-@pytest.mark.parametrize("kind", ["causal", "seq2seq"])
-def test_every_engine_gives_the_same_sums_and_gradients(kind, llama_folder, tiny_blenderbot_path):
+@pytest.mark.parametrize("kind", ["causal", "seq2seq", "gemma3"])
+def test_every_engine_gives_the_same_sums_and_gradients(kind, llama_folder, gemma3_folder, tiny_blenderbot_path):
     """Each engine's sums (the scorer's numbers, under inference mode) with gradients: the same values
-    and the same gradients as the oracle's, with contexts of different lengths."""
+    and the same gradients as the oracle's, with contexts of different lengths (Gemma 3's: over its
+    sliding window)."""
     from full_metric.engines import ENGINES
 
-    scorer = FullScorer(str(llama_folder if kind == "causal" else tiny_blenderbot_path), preset="paper", progress=False)
+    folder = {"causal": llama_folder, "gemma3": gemma3_folder}.get(kind, tiny_blenderbot_path)
+    scorer = FullScorer(str(folder), preset="paper", progress=False)
     model = scorer.model
     targets = [list(scorer.renderer.target_ids(f)) for f in scorer.follow_ups]
     contexts = [list(range(5, 30)), list(range(7, 12)), list(range(40, 41))]
     results = {}
-    for name in ("packed", "cached", "generic", "oracle") if kind == "causal" else ("packed", "generic", "oracle"):
+    for name in ("packed", "cached", "generic", "oracle") if kind != "seq2seq" else ("packed", "generic", "oracle"):
         model.zero_grad()
         values = ENGINES[name].sums(model, contexts, targets, scorer.pad_id)
         values.sum().backward()
