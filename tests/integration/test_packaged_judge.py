@@ -145,6 +145,20 @@ def test_the_bar_is_met_only_when_both_parts_are_measured_and_hold():
     assert report.verdict(None, []) == "not decided yet: the gaming probe"
 
 
+def test_issue_37s_bar_is_read_on_its_own_probes_answers():
+    """The probe gained issue 45's relevance answers; issue 37's bar reads the shipped judge's worst share
+    over the seven answers it was fixed on, whatever the others say."""
+    from full_metric.research.probe import ISSUE_37_ANSWERS, MADE_ANSWERS
+
+    report = _report_script("make_report")
+    row = {"wins": 1, "contexts": 10, "low": 0.0, "high": 0.4, "mean_score": -1.0}
+    answers = {a: {**row, "beats_human": 0.1} for a in ISSUE_37_ANSWERS} | {
+        a: {**row, "beats_human": 0.7} for a in MADE_ANSWERS[3:]}
+    answers["echo"]["beats_human"] = 0.2
+    probe = {"contexts": 10, "seed": 0, "judges": {"shipped": {"signature": "s", "answers": answers}}}
+    assert len(answers) == 10 and report.probe_section(probe)[1] == 0.2
+
+
 def test_the_grpo_drift_counts_yes_however_written_and_only_yes():
     """make_report's "drift toward Yes." line: "Yes", "yes." and "YES!" are one answer, "Yes, I do." is
     another; the most frequent answers are counted over every answer after training, each shown as the
