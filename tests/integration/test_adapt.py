@@ -33,21 +33,22 @@ def repeated(tmp_path_factory) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def llama_folder(tmp_path_factory, tiny_models, tokenizer) -> Path:
-    folder = tmp_path_factory.mktemp("llama")
-    tiny_models["llama"].save_pretrained(folder)
+def _saved(family: str, tmp_path_factory, tiny_models, tokenizer) -> Path:
+    folder = tmp_path_factory.mktemp(family)
+    tiny_models[family].save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+@pytest.fixture(scope="module")
+def llama_folder(tmp_path_factory, tiny_models, tokenizer) -> Path:
+    return _saved("llama", tmp_path_factory, tiny_models, tokenizer)
 
 
 @pytest.fixture(scope="module")
 def gemma3_folder(tmp_path_factory, tiny_models, tokenizer) -> Path:
     """A tiny Gemma 3 (sliding-window layers with a window of 16 tokens, shorter than most dialogs here)."""
-    folder = tmp_path_factory.mktemp("gemma3")
-    tiny_models["gemma3"].save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return _saved("gemma3", tmp_path_factory, tiny_models, tokenizer)
 
 
 @pytest.mark.parametrize("kind, method", [("causal", "lora"), ("seq2seq", "lora"), ("causal", "full"),
