@@ -47,12 +47,17 @@ def relevance_wins(answers: dict[str, dict]) -> int:
     return sum(answers[a]["wins"] for a in RELEVANCE)
 
 
+def kept_lm_loss(record: dict) -> bool:
+    """Eligible: the judge's held-out LM loss did not rise."""
+    return record["held_out_loss_after"] <= record["held_out_loss_before"]
+
+
 def larger_base_needed(levers: list[str], probe: dict, records: dict[str, dict]) -> bool:
     """The issue's "if the 135M base cannot get there", as written before pairs2's probe: no eligible lever's
     seed-0 judge (its held-out LM loss did not rise) meets all three of the bar's probe parts."""
     shipped = probe["judges"]["shipped"]["answers"]
-    return not any(records[f"{n}-s0"]["held_out_loss_after"] <= records[f"{n}-s0"]["held_out_loss_before"]
-                   and all(bar_parts(probe["judges"][n]["answers"], shipped).values()) for n in levers)
+    return not any(kept_lm_loss(records[f"{n}-s0"]) and all(bar_parts(probe["judges"][n]["answers"], shipped).values())
+                   for n in levers)
 
 
 def choose(levers: list[str], seeds: list[int], probe: dict, records: dict[str, dict]) -> dict[str, Any]:
@@ -62,7 +67,7 @@ def choose(levers: list[str], seeds: list[int], probe: dict, records: dict[str, 
     for name in levers:
         record, answers = records[f"{name}-s0"], probe["judges"][name]["answers"]
         parts = bar_parts(answers, shipped)
-        rows[name] = {"eligible": record["held_out_loss_after"] <= record["held_out_loss_before"],
+        rows[name] = {"eligible": kept_lm_loss(record),
                       "held_out_loss": [record["held_out_loss_before"], record["held_out_loss_after"]],
                       "parts": parts, "parts_met": sum(parts.values()), "relevance_wins": relevance_wins(answers),
                       "pairs": record["pairs"], "base": record["base_model"]}
@@ -72,7 +77,7 @@ def choose(levers: list[str], seeds: list[int], probe: dict, records: dict[str, 
     result: dict[str, Any] = {"levers": rows, "chosen": chosen}
     if chosen and len(seeds) > 1:
         seed_rows = {s: records[f"{chosen}-s{s}"] for s in seeds}
-        fit = [s for s, r in seed_rows.items() if r["held_out_loss_after"] <= r["held_out_loss_before"]]
+        fit = [s for s, r in seed_rows.items() if kept_lm_loss(r)]
         result["seed"] = (max(fit, key=lambda s: (seed_rows[s]["held_out_pair_accuracy_after"], -s)) if fit else None)
         result["seeds"] = {s: {k: r[k] for k in ("held_out_pair_accuracy_before", "held_out_pair_accuracy_after",
                                                 "held_out_loss_before", "held_out_loss_after", "digest")}
