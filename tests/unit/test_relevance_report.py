@@ -80,6 +80,28 @@ def test_the_report_says_each_part_of_the_bar_as_the_figures_decide(tmp_path):
             "\"Hello there! How can I help?\" 10%)") in text
 
 
+def test_the_levers_table_has_the_judges_made_before_as_todays_adapt_measures_them(tmp_path):
+    """held-out.json's rows (held_out.py) join the levers' table; the sentence under it quotes the shipped
+    seed's own record (chosen.json's seed) as the other rendering's figures; without the file it says so."""
+    here = _copy(tmp_path)
+    record = {"pairs": 2000, "held_out_pair_accuracy_before": 0.6, "held_out_pair_accuracy_after": 0.9,
+              "held_out_loss_before": 3.0, "held_out_loss_after": 2.9, "seconds": 3600.0, "digest": "abc"}
+    (here / "adaptation-mix-s0.json").write_text(json.dumps(record))
+    assert "The judges made before issue 45 on this yardstick: not measured yet." in _run(here)
+    complaints = tmp_path / "smollm2-complaints"
+    (complaints / "chosen.json").write_text(json.dumps({"seed": 1}))
+    (complaints / "adaptation-s1.json").write_text(json.dumps({**record, "held_out_pair_accuracy_before": 0.635,
+                                                               "held_out_loss_before": 3.61893}))
+    (here / "held-out.json").write_text(json.dumps({"judges": {
+        "smollm2-gguf": {"loss": 3.82176, "pair_accuracy": 0.6473, "signature": "full:0.1.0|model:m@sha256:1|agg:sum"},
+        "smollm2-complaints": {"loss": 3.15091, "pair_accuracy": 0.85062,
+                               "signature": "full:0.1.0|model:c@sha256:1+adapter:sha256:2+adapted:6b09|agg:sum"}}}))
+    text = _run(here)
+    assert "| smollm2-gguf (made before) | - | - | **0.647** | 3.8218 | - | - | - |" in text
+    assert "| smollm2-complaints (made before) | - | - | **0.851** | 3.1509 | - | - | `6b09` |" in text
+    assert "own record (0.635 ->\n0.900, LM loss 3.6189 -> 2.9000)" in text
+
+
 def test_the_docs_relevance_figures_are_the_probes():
     """docs/training.md's figures on off-topic answers are reports/smollm2-relevance/probe.json's."""
     import re
@@ -95,6 +117,22 @@ def test_the_docs_relevance_figures_are_the_probes():
                                                         share["shipped", "same topic"], share["base", "same topic"])
     assert mix == [round(100 * probe["mix"]["answers"][a]["beats_human"])
                    for a in ("assistant opener", "same topic", "other conversation")]
+
+
+def test_the_docs_held_out_figures_of_the_judges_made_before_are_held_out_jsons():
+    """docs/training.md's figures of smollm2-complaints' held-out yardstick: its record's (the revision that
+    trained it) and today's adapt's (reports/smollm2-relevance/held-out.json)."""
+    import re
+
+    held = json.loads((REPORTS / "smollm2-relevance" / "held-out.json").read_text(encoding="utf-8"))["judges"]
+    records = [json.loads((REPORTS / "smollm2-complaints" / f"adaptation-s{s}.json").read_text()) for s in (0, 1)]
+    docs = " ".join((REPORTS.parent / "docs" / "training.md").read_text(encoding="utf-8").split())
+    part = docs.split("package (two seeds: held-out pair accuracy ")[1][:400]
+    figures = re.findall(r"\d\.\d+", part)[:7]
+    assert figures == [f"{records[0]['held_out_pair_accuracy_before']:.3f}", f"{records[0]['held_out_pair_accuracy_after']:.3f}",
+                       f"{records[1]['held_out_pair_accuracy_after']:.3f}",
+                       f"{held['smollm2-gguf']['pair_accuracy']:.3f}", f"{held['smollm2-complaints']['pair_accuracy']:.3f}",
+                       f"{held['smollm2-gguf']['loss']:.3f}", f"{held['smollm2-complaints']['loss']:.3f}"]
 
 
 def test_the_agreement_part_names_each_measure_where_the_new_judge_is_worse_beyond_its_interval(tmp_path, monkeypatch):
