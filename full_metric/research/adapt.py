@@ -251,8 +251,9 @@ def measure_held_out(scorer: FullScorer, sources: Sequence[str], *, held_out: fl
                      autocast: str = default("autocast")) -> dict[str, float]:
     """What :func:`adapt` measures before and after training (its ``loss`` and ``pair_accuracy``), for a
     judge already made, measured by today's code: the same held-out split, examples and pairs of
-    ``sources`` for these settings. A judge adapt made with the same settings measured here gives its
-    record's figures (before: the base's)."""
+    ``sources`` for these settings. The base measured here gives adapt's figures before training, to the
+    last bit; a judge adapt wrote, loaded from its folder, gives figures near its record's after training
+    (its merged weights round otherwise than the base plus the adapter)."""
     dialogs, n_held, _ = _split(sources, held_out, HELD_OUT_SEED)
     held = dialogs[:n_held]
     held_batches = batches(list(examples(scorer, held, max_length)), batch_size, scorer.pad_id)
