@@ -64,6 +64,18 @@ class Adaptation:
     pairs_per_dialog: int = 1
 
 
+def kept_lm_loss(record: dict[str, Any]) -> bool:
+    """Whether an adaptation record's held-out LM loss did not rise (a judge fit to be chosen)."""
+    return record["held_out_loss_after"] <= record["held_out_loss_before"]
+
+
+def choose_seed(records: dict[int, dict[str, Any]]) -> int | None:
+    """The seed rule of the reports' ``reproduce.sh``: among the seeds whose held-out LM loss did not
+    rise, the highest held-out pair accuracy, ties to the lower seed; None when no seed is fit."""
+    fit = [s for s in sorted(records) if kept_lm_loss(records[s])]
+    return max(fit, key=lambda s: (records[s]["held_out_pair_accuracy_after"], -s)) if fit else None
+
+
 def adapter_weights(judge: Any) -> dict[str, Any]:
     """The LoRA adapter alone, before it is merged: its peft config and float16 weights (which the
     judge is given back, rounded)."""

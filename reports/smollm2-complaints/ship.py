@@ -15,17 +15,19 @@ import shutil
 import sys
 from pathlib import Path
 
+from full_metric.research.judge_folder import choose_seed
+
 HERE = Path(__file__).resolve().parent
 PACKAGED = HERE.parents[1] / "full_metric" / "judges" / "smollm2-complaints"
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "adaptation.json")
 
 
 def choose(records: dict[int, dict]) -> int:
-    """The rule: the highest held-out pair accuracy among the seeds whose held-out LM loss did not rise."""
-    fit = [s for s in sorted(records) if records[s]["held_out_loss_after"] <= records[s]["held_out_loss_before"]]
-    if not fit:
+    """The rule (:func:`~full_metric.research.judge_folder.choose_seed`); stops when no seed is fit."""
+    chosen = choose_seed(records)
+    if chosen is None:
         raise SystemExit("no seed's judge kept its held-out LM loss from rising: none is shipped")
-    return max(fit, key=lambda s: (records[s]["held_out_pair_accuracy_after"], -s))
+    return chosen
 
 
 def main(judges: str, pairs: str, *seeds: str) -> None:

@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from full_metric.research.judge_folder import choose_seed, kept_lm_loss
 from full_metric.research.probe import ISSUE_37_ANSWERS
 
 HERE = Path(__file__).resolve().parent
@@ -47,11 +48,6 @@ def relevance_wins(answers: dict[str, dict]) -> int:
     return sum(answers[a]["wins"] for a in RELEVANCE)
 
 
-def kept_lm_loss(record: dict) -> bool:
-    """Eligible: the judge's held-out LM loss did not rise."""
-    return record["held_out_loss_after"] <= record["held_out_loss_before"]
-
-
 def larger_base_needed(levers: list[str], probe: dict, records: dict[str, dict]) -> bool:
     """The issue's "if the 135M base cannot get there", as written before pairs2's probe: no eligible lever's
     seed-0 judge (its held-out LM loss did not rise) meets all three of the bar's probe parts."""
@@ -77,8 +73,7 @@ def choose(levers: list[str], seeds: list[int], probe: dict, records: dict[str, 
     result: dict[str, Any] = {"levers": rows, "chosen": chosen}
     if chosen and len(seeds) > 1:
         seed_rows = {s: records[f"{chosen}-s{s}"] for s in seeds}
-        fit = [s for s, r in seed_rows.items() if kept_lm_loss(r)]
-        result["seed"] = (max(fit, key=lambda s: (seed_rows[s]["held_out_pair_accuracy_after"], -s)) if fit else None)
+        result["seed"] = choose_seed(seed_rows)
         result["seeds"] = {s: {k: r[k] for k in ("held_out_pair_accuracy_before", "held_out_pair_accuracy_after",
                                                 "held_out_loss_before", "held_out_loss_after", "digest")}
                            for s, r in seed_rows.items()}
