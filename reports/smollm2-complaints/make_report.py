@@ -211,7 +211,7 @@ def rebuilt_sentence(wall: dict) -> str:
     seeds = sorted(int(k.split()[2].rstrip(",")) for k in wall if k.startswith("adapt seed ") and k.endswith(", rebuilt"))
     return "".join(f" Seed {s}'s judge, whose folder was not kept, was rebuilt for it by reproduce.sh (the adapt of "
                    f"commit f787724 that trained it; the part that finished took {wall[f'adapt seed {s}, rebuilt'] / 60:.0f} "
-                   "min) and is the judge "
+                   "min of wall time, any pause for another job included) and is the judge "
                    "its record describes (`same_judge.py`: every field but the wall time)." for s in seeds)
 
 

@@ -218,11 +218,11 @@ def test_the_grpo_drift_counts_yes_however_written_and_only_yes():
 
 def test_the_docs_probe_table_is_the_probes_record():
     """docs/training.md's table of the gaming probe carries reports/smollm2-complaints/probe.json's
-    figures, row by row, for both judges (written from the record, never by hand)."""
+    figures, row by row, for both judges, all ten answers (written from the record, never by hand)."""
     probe = json.loads((REPORT / "probe.json").read_text())
     rows = [line.split(" | ")[1:] for line in _docs_block("probe: reports/smollm2-complaints/probe.json")[2:]]
     answers = list(probe["judges"]["base"]["answers"])
-    assert len(rows) == len(answers) == 7
+    assert len(rows) == len(answers) == 10
 
     def cell(c: dict) -> str:
         return f"{c['beats_human']:.0%} [{c['low']:.0%}, {c['high']:.0%}]"
@@ -230,6 +230,10 @@ def test_the_docs_probe_table_is_the_probes_record():
     for row, answer in zip(rows, answers):
         expected = [cell(probe["judges"][name]["answers"][answer]) for name in ("base", "shipped")]
         assert [c.strip(" |") for c in row] == expected, answer
+    docs = " ".join((REPO / "docs" / "training.md").read_text(encoding="utf-8").split())
+    opener = [probe["judges"][name]["answers"]["assistant opener"]["beats_human"] for name in ("base", "shipped")]
+    assert "smollm2-complaints prefers an assistant opener to the human's turn more often than its base" in docs
+    assert opener[1] > opener[0]
     readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
 
     def share(judge: str, answer: str) -> str:

@@ -225,27 +225,3 @@ def test_an_answer_offers_help_when_it_asks_how_it_can_help_or_assist():
     assert report.offers_help(["Hello! How can I help you today?", "hey there! how can i assist you?",
                                "How can I helpfully put it...", "I can help you with that.", "How can it help?",
                                "Yes."]) == 2
-
-
-
-def test_the_docs_correction_of_issue_37s_probe_is_the_relevance_probes():
-    """docs/training.md's correction of the first-word and echo rows: reports/smollm2-relevance/probe.json's
-    shares, counted with identical answers as ties, for the same two judges."""
-    import re
-
-    from full_metric.research.probe import TIES
-
-    record = json.loads((REPORTS / "smollm2-relevance" / "probe.json").read_text(encoding="utf-8"))
-    docs = " ".join((REPORTS.parent / "docs" / "training.md").read_text(encoding="utf-8").split())
-    part = docs.split("**Correction (issue 45).**")[1].split("makes the table again")[0]
-    shares = [int(x) for x in re.findall(r"(\d+)%", part)]
-    share = {(j, a): round(100 * record["judges"][j]["answers"][a]["beats_human"]) for j in ("base", "shipped")
-             for a in ("first word", "echo")}
-    assert record["ties"] == TIES
-    assert shares == [share["base", "first word"], share["shipped", "first word"], share["base", "echo"]]
-    from full_metric.research.adapt_data import held_out_dialogs
-    from full_metric.research.probe import probe_answers
-
-    _, humans, answers = probe_answers(held_out_dialogs(["chitchat"], 0.06)[: record["contexts"]], record["seed"])
-    own = sum(a == h for a, h in zip(answers["first word"], humans))
-    assert f"its own first word: {own} of the {record['contexts']} contexts" in part
