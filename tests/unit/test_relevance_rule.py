@@ -99,22 +99,6 @@ def test_whether_a_judge_ships_is_read_on_the_probe_of_the_seed_that_would_ship(
     assert choose_module.choose(["mix"], [0], probe, records)["ships"] is True  # seed 0 alone: its own probe
 
 
-def test_reproduce_sh_probes_each_seed_under_the_name_choose_py_reads():
-    """reproduce.sh's probe() names a lever's judge as choose.probe_name does (the seed that would ship is
-    looked up by that name), and points it at that seed's judge folder."""
-    import subprocess
-
-    script = SCRIPT.parent / "reproduce.sh"
-    shell = ('JUDGES=j; timed() { shift; printf "%s\\n" "$@"; }; '
-             f'eval "$(sed -n "/^probe() {{/,/^}}/p" "{script}")"; probe mix pairs2 mix:1')
-    words = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, check=True).stdout.splitlines()
-    judges = [words[k + 1] for k, w in enumerate(words) if w == "--judge"]
-    assert judges == ["base=smollm2-gguf", "shipped=smollm2-complaints",
-                      f"{choose_module.probe_name('mix', 0)}=j/smollm2-relevance-mix-s0",
-                      f"{choose_module.probe_name('pairs2', 0)}=j/smollm2-relevance-pairs2-s0",
-                      f"{choose_module.probe_name('mix', 1)}=j/smollm2-relevance-mix-s1"]
-
-
 def test_the_larger_base_is_needed_when_no_eligible_lever_meets_all_three_probe_parts():
     """choose.larger_base_needed, figures worked out by hand: 'a' meets all three parts (other 9%, topic 14% <=
     half of 30%, the rest 2%); 'b' two (topic 16%); 'c' all three, but its held-out LM loss rose."""

@@ -1,6 +1,7 @@
-"""The relevance report (reports/smollm2-relevance/make_report.py) on made-up records, in a copy of the
-reports folder: the bar's parts are said as the figures decide them (worked out by hand), a part not
-measured is named as such, and GRPO's part reads the distinct answers and the most frequent one."""
+"""The relevance report's scripts as child processes (reports/smollm2-relevance): make_report.py on made-up
+records, in a copy of the reports folder (the bar's parts are said as the figures decide them, worked out by
+hand; a part not measured is named as such; GRPO's part reads the distinct answers and the most frequent
+one), and reproduce.sh's probe step under bash."""
 
 from __future__ import annotations
 
@@ -225,3 +226,36 @@ def test_an_answer_offers_help_when_it_asks_how_it_can_help_or_assist():
     assert report.offers_help(["Hello! How can I help you today?", "hey there! how can i assist you?",
                                "How can I helpfully put it...", "I can help you with that.", "How can it help?",
                                "Yes."]) == 2
+
+
+def _probe_words(tmp_path: Path, *names: str) -> list[str]:
+    """The words reproduce.sh's probe() hands probe.py (through a stand-in ``timed``), run under bash with
+    OUT=tmp_path; none when it does not run the probe."""
+    script = REPORTS / "smollm2-relevance" / "reproduce.sh"
+    shell = (f'OUT="{tmp_path}"; JUDGES=j; PATH="{Path(sys.executable).parent}:$PATH"; '
+             'timed() { shift; printf "%s\\n" "$@"; }; '
+             f'eval "$(sed -n "/^probe() {{/,/^}}/p" "{script}")"; probe {" ".join(names)}')
+    return subprocess.run(["bash", "-c", shell], capture_output=True, text=True, check=True).stdout.splitlines()
+
+
+def test_reproduce_sh_probes_each_seed_under_the_name_choose_py_reads(tmp_path):
+    """reproduce.sh's probe() names a lever's judge as choose.probe_name does (the seed that would ship is
+    looked up by that name), and points it at that seed's judge folder."""
+    choose = _script("smollm2-relevance", "choose")
+    words = _probe_words(tmp_path, "mix", "pairs2", "mix:1")
+    judges = [words[k + 1] for k, w in enumerate(words) if w == "--judge"]
+    assert judges == ["base=smollm2-gguf", "shipped=smollm2-complaints",
+                      f"{choose.probe_name('mix', 0)}=j/smollm2-relevance-mix-s0",
+                      f"{choose.probe_name('pairs2', 0)}=j/smollm2-relevance-pairs2-s0",
+                      f"{choose.probe_name('mix', 1)}=j/smollm2-relevance-mix-s1"]
+
+
+def test_reproduce_sh_does_not_probe_again_what_its_record_holds(tmp_path):
+    """A probe whose record has every judge asked for is not run again (its wall time is not added to); a
+    judge missing from the record runs it."""
+    (tmp_path / "probe.json").write_text(json.dumps({"judges": {"base": {}, "shipped": {}, "mix": {}}}))
+    assert _probe_words(tmp_path, "mix") == []
+    assert "pairs2=j/smollm2-relevance-pairs2-s0" in _probe_words(tmp_path, "mix", "pairs2")
+    assert "mix seed 1=j/smollm2-relevance-mix-s1" in _probe_words(tmp_path, "mix", "mix:1")
+    (tmp_path / "probe.json").write_text(json.dumps({"judges": {"base": {}, "mix": {}}}))  # the shipped judge missing
+    assert "shipped=smollm2-complaints" in _probe_words(tmp_path, "mix")
