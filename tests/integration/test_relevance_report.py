@@ -228,26 +228,34 @@ def test_an_answer_offers_help_when_it_asks_how_it_can_help_or_assist():
                                "Yes."]) == 2
 
 
-def _probe_words(tmp_path: Path, *names: str) -> list[str]:
+def _probe_words(tmp_path: Path, *names: str, folders: tuple[str, ...] = ()) -> list[str]:
     """The words reproduce.sh's probe() hands probe.py (through a stand-in ``timed``), run under bash with
-    OUT=tmp_path; none when it does not run the probe."""
+    OUT=tmp_path and the judge folders named (under tmp_path/j) there; none when it does not run the probe. A
+    judge rebuilt (a stand-in ``rebuilt`` that makes its folder) is said as "rebuilt NAME SEED MODEL"."""
     script = REPORTS / "smollm2-relevance" / "reproduce.sh"
-    shell = (f'OUT="{tmp_path}"; JUDGES=j; PATH="{Path(sys.executable).parent}:$PATH"; '
+    for folder in folders:
+        (tmp_path / "j" / folder).mkdir(parents=True, exist_ok=True)
+    shell = (f'OUT="{tmp_path}"; JUDGES="{tmp_path}/j"; PATH="{Path(sys.executable).parent}:$PATH"; '
+             'declare -A BASE=([mix]=m.gguf [pairs2]=m.gguf) LEVER=([mix]="--a 1" [pairs2]="--b 2"); '
              'timed() { shift; printf "%s\\n" "$@"; }; '
-             f'eval "$(sed -n "/^probe() {{/,/^}}/p" "{script}")"; probe {" ".join(names)}')
-    return subprocess.run(["bash", "-c", shell], capture_output=True, text=True, check=True).stdout.splitlines()
+             'rebuilt() { echo "rebuilt $1 $2 $3"; mkdir -p "$JUDGES/smollm2-relevance-$1-s$2"; }; '
+             f'eval "$(sed -n "/^probed() {{/,/^}}/p; /^probe() {{/,/^}}/p" "{script}")"; probe {" ".join(names)}')
+    words = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, check=True).stdout.splitlines()
+    return [w.replace(str(tmp_path), "T") for w in words]
 
 
 def test_reproduce_sh_probes_each_seed_under_the_name_choose_py_reads(tmp_path):
     """reproduce.sh's probe() names a lever's judge as choose.probe_name does (the seed that would ship is
     looked up by that name), and points it at that seed's judge folder."""
     choose = _script("smollm2-relevance", "choose")
-    words = _probe_words(tmp_path, "mix", "pairs2", "mix:1")
+    words = _probe_words(tmp_path, "mix", "pairs2", "mix:1", folders=(
+        "smollm2-relevance-mix-s0", "smollm2-relevance-pairs2-s0", "smollm2-relevance-mix-s1"))
     judges = [words[k + 1] for k, w in enumerate(words) if w == "--judge"]
     assert judges == ["base=smollm2-gguf", "shipped=smollm2-complaints",
-                      f"{choose.probe_name('mix', 0)}=j/smollm2-relevance-mix-s0",
-                      f"{choose.probe_name('pairs2', 0)}=j/smollm2-relevance-pairs2-s0",
-                      f"{choose.probe_name('mix', 1)}=j/smollm2-relevance-mix-s1"]
+                      f"{choose.probe_name('mix', 0)}=T/j/smollm2-relevance-mix-s0",
+                      f"{choose.probe_name('pairs2', 0)}=T/j/smollm2-relevance-pairs2-s0",
+                      f"{choose.probe_name('mix', 1)}=T/j/smollm2-relevance-mix-s1"]
+    assert not any(w.startswith("rebuilt") for w in words) and "--kept" not in words
 
 
 def test_reproduce_sh_does_not_probe_again_what_its_record_holds(tmp_path):
@@ -255,7 +263,26 @@ def test_reproduce_sh_does_not_probe_again_what_its_record_holds(tmp_path):
     judge missing from the record runs it."""
     (tmp_path / "probe.json").write_text(json.dumps({"judges": {"base": {}, "shipped": {}, "mix": {}}}))
     assert _probe_words(tmp_path, "mix") == []
-    assert "pairs2=j/smollm2-relevance-pairs2-s0" in _probe_words(tmp_path, "mix", "pairs2")
-    assert "mix seed 1=j/smollm2-relevance-mix-s1" in _probe_words(tmp_path, "mix", "mix:1")
+    assert "pairs2=T/j/smollm2-relevance-pairs2-s0" in _probe_words(tmp_path, "mix", "pairs2",
+                                                                    folders=("smollm2-relevance-pairs2-s0",))
+    assert "mix seed 1=T/j/smollm2-relevance-mix-s1" in _probe_words(tmp_path, "mix", "mix:1",
+                                                                    folders=("smollm2-relevance-mix-s1",))
     (tmp_path / "probe.json").write_text(json.dumps({"judges": {"base": {}, "mix": {}}}))  # the shipped judge missing
     assert "shipped=smollm2-complaints" in _probe_words(tmp_path, "mix")
+    (tmp_path / "probe.json").unlink()  # a probe killed before its last judge: its .partial is the record
+    (tmp_path / "probe.json.partial").write_text(json.dumps({"judges": {"base": {}, "shipped": {}, "mix": {}}}))
+    assert _probe_words(tmp_path, "mix") == []
+    (tmp_path / "probe.json").write_text(json.dumps({"judges": {"base": {}, "shipped": {}, "mix": {}}}))
+    (tmp_path / "probe.json.partial").write_text(json.dumps({"judges": {"pairs2": {}}}))  # the two hold them together
+    assert _probe_words(tmp_path, "mix", "pairs2") == []
+
+
+def test_reproduce_sh_keeps_or_rebuilds_a_judge_whose_folder_is_gone(tmp_path):
+    """On a new machine a lever's judge folder is gone: one the probe's record holds is kept from it by its
+    adaptation record (probe.py --kept), not rebuilt; one it does not hold is rebuilt first, from its lever's base
+    and options, then probed from its folder."""
+    (tmp_path / "probe.json").write_text(json.dumps({"judges": {"base": {}, "shipped": {}, "mix": {}}}))
+    words = _probe_words(tmp_path, "mix", "pairs2")
+    assert words[words.index("--kept") + 1] == "mix=T/adaptation-mix-s0.json" and words.count("--kept") == 1
+    assert words[0] == "rebuilt pairs2 0 m.gguf" and "pairs2=T/j/smollm2-relevance-pairs2-s0" in words
+    assert [w for w in words if w.startswith("rebuilt")] == ["rebuilt pairs2 0 m.gguf"]
