@@ -702,7 +702,7 @@ def test_the_probe_script_runs_on_the_tiny_fixture(distinct, tiny_blenderbot_pat
         adaptation.write_text(json.dumps({"digest": digest}))
         out.write_text(json.dumps({**record, "judges": {"gone": gone}}))
         failed = probe("tiny", kept=(f"gone={adaptation}",), ok=False)
-        assert failed.returncode != 0 and f"judge 'gone': its folder is gone" in failed.stderr and digest in failed.stderr
+        assert failed.returncode != 0 and "judge 'gone': its folder is gone" in failed.stderr and digest in failed.stderr
     adaptation.write_text(json.dumps({"digest": "0123456789abcdef"}))
     assert out.with_name("probe.json.partial").exists()  # the failed run's (tiny only): the output's judges count too
     assert list(probe("tiny", kept=(f"gone={adaptation}",))["judges"].items()) == [
