@@ -12,14 +12,19 @@ complaints`` as reproduce.sh runs it (chitchat, batch 4 pairs, contexts cut to 2
 16, adapt's autocast rule): adapt's own data, pairs, model wrapping and step loop
 (``adapt._train_on_pairs`` with ``optimise.Run``), timed and sampled after each step. Modes:
 ``release`` gives the memory a step freed back to the system after each step (``Run``'s default,
-``models.release_freed_memory``), ``keep`` does not (the loop before issue 45).
+``models.release_freed_memory``), ``keep`` does not (the loop before issue 45), ``jemalloc`` is ``release``
+with jemalloc as the process's allocator (``LD_PRELOAD``; Debian: ``apt-get install libjemalloc2``), as the
+relevance report's reproduce.sh trains. The modes must train the very same weights: each prints a digest of
+its trained LoRA weights, and the table says whether they are identical.
 
 Reported per mode: resident memory (RSS) after the first step and after the last, its slope over the
 second half of the steps (MiB per step, ``scipy.stats.linregress``; flat memory is a slope near 0),
 the peak RSS over the whole run (model load included; sampled every 5 ms by ``bench.PeakRSS`` and
 after each step),
 the median step time, and the floor: the matrix-multiply work one step needs divided by this machine's
-matmul rate in the step's dtype (``bench.matmul_rate``). The work: the forward of the pairs' dialogs as
+matmul rate in the step's dtype (``bench.matmul_rate``, measured once, in this process before the modes run,
+with glibc's malloc: every row's floor divides by the same rate; a rate measured inside the jemalloc process read
+half as high, its matmuls' outputs allocated afresh each time). The work: the forward of the pairs' dialogs as
 FULL's packed engine runs it (each dialog once, then its follow-ups, the output head at follow-up
 positions only: ``bench.floor_flops``) plus the language-modelling forward of the batch's real dialogs
 (body and head at every position), times two for the backward's input gradients (LoRA's own weight
@@ -29,6 +34,8 @@ gradients, rank 16, are left out: the floor is a lower bound).
 from __future__ import annotations
 
 import argparse
+import ctypes.util
+import hashlib
 import json
 import os
 import statistics
@@ -46,7 +53,8 @@ from bench import PeakRSS, floor_flops, matmul_rate  # noqa: E402
 from corpus_scaling import smollm2_folder, tiny_model_with_smollm2_tokenizer, SMOLLM2_FILE  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-MODES = ("release", "keep")
+MODES = ("release", "keep", "jemalloc")
+ROW = {"release": "given back", "keep": "kept (before)", "jemalloc": "given back, jemalloc"}
 
 
 def _step_flops(scorer: Any, model: Any, chunk: list, batch: dict[str, torch.Tensor], max_context: int) -> float:
@@ -74,8 +82,15 @@ def gemma_gguf(given: str | None) -> Path:
     return gemma.assemble()
 
 
-def measure(model_name: str, steps: int, mode: str, gguf: str | None = None) -> dict[str, Any]:
-    """``steps`` training steps in this process, in ``mode``."""
+def autocast_dtype() -> torch.dtype:
+    """The step's matmul dtype: adapt's autocast rule on this CPU."""
+    from full_metric.research import adapt as adapt_module
+
+    return adapt_module._autocast("auto", "cpu") or torch.float32
+
+
+def measure(model_name: str, steps: int, mode: str, rate: float, gguf: str | None = None) -> dict[str, Any]:
+    """``steps`` training steps in this process, in ``mode``; ``rate``: the matmul rate the floor divides by."""
     from full_metric.research import adapt as adapt_module
     from full_metric.research import complaints
     from full_metric.research.optimise import Run
@@ -110,16 +125,32 @@ def measure(model_name: str, steps: int, mode: str, gguf: str | None = None) -> 
     flops = [_step_flops(scorer, scorer.model, pairs[i * batch_size : (i + 1) * batch_size], batches[i], max_length)
              for i in range(len(batches))]
     dtype = adapt_module._autocast("auto", "cpu")
-    rate = matmul_rate(torch.device("cpu"), dtype or torch.float32)
     scorer.model.train()
     judge = adapt_module._with_lora(scorer.model, 16, False)
     run = Sampled(judge, rate=2e-4, steps=len(batches), schedule="linear", checkpoint=None, every=25, settings={},
-                  release_memory=mode == "release")
+                  release_memory=mode != "keep")
     start_rss = PeakRSS.current() / 2**20
+    if mode == "jemalloc" and "jemalloc" not in Path("/proc/self/maps").read_text():
+        sys.exit("the jemalloc mode's process runs without jemalloc")
     adapt_module._train_on_pairs(scorer, judge, pairs, batches, run, dtype, max_length, 1.0, 0.1, False)
     return {"model": model_name, "mode": mode, "steps": len(batches), "dtype": str(dtype or torch.float32),
             "threads": torch.get_num_threads(), "rss_before_mib": start_rss, "samples": run.samples,
-            "floor_s": [f / rate for f in flops], "matmul_gflops": rate / 1e9}
+            "floor_s": [f / rate for f in flops], "matmul_gflops": rate / 1e9, "weights": weights_digest(judge)}
+
+
+def weights_digest(model: Any) -> str:
+    """SHA-256 of the trainable weights' bytes, in name order: equal only for the very same weights."""
+    digest = hashlib.sha256()
+    for name, weight in sorted(model.named_parameters()):
+        if weight.requires_grad:
+            digest.update(name.encode() + weight.detach().float().contiguous().numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+def jemalloc() -> str:
+    """The jemalloc library to preload (its name as the dynamic linker finds it), or exit saying how to get it."""
+    return ctypes.util.find_library("jemalloc") or sys.exit(
+        "the jemalloc mode needs jemalloc (Debian: apt-get install libjemalloc2)")
 
 
 def slope(rss: list[float]) -> float:
@@ -135,21 +166,25 @@ def main() -> None:
     parser.add_argument("--model", choices=("smollm2", "gemma", "tiny"), default="smollm2")
     parser.add_argument("--gguf", help="--model gemma: the GGUF file already assembled")
     parser.add_argument("--steps", type=int, default=60)
-    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument("--modes", nargs="+", choices=MODES, help="default: all, jemalloc where the system has it")
     parser.add_argument("--mode", choices=MODES, help=argparse.SUPPRESS)  # one mode, in this process (JSON out)
+    parser.add_argument("--rate", type=float, help=argparse.SUPPRESS)  # the matmul rate, measured by the parent
     args = parser.parse_args()
     if args.mode:
         with PeakRSS() as peak:
-            row = measure(args.model, args.steps, args.mode, args.gguf)
+            row = measure(args.model, args.steps, args.mode, args.rate, args.gguf)
         # the largest RSS seen: sampled every 5 ms, and after each step (the thread may miss a step's end)
         print(json.dumps({**row, "peak_mib": max(peak.peak / 2**20, *(r for _, r in row["samples"]))}))
         return
     rows = []
+    modes = args.modes or [m for m in MODES if m != "jemalloc" or ctypes.util.find_library("jemalloc")]
     gguf = ["--gguf", str(gemma_gguf(args.gguf))] if args.model == "gemma" else []  # assembled once
-    for mode in args.modes:
+    rate = matmul_rate(torch.device("cpu"), autocast_dtype())
+    for mode in modes:
+        allocator = {"LD_PRELOAD": jemalloc()} if mode == "jemalloc" else {}
         done = subprocess.run([sys.executable, __file__, "--model", args.model, "--steps", str(args.steps), "--mode",
-                               mode, *gguf], capture_output=True, text=True, cwd=REPO,
-                              env={"HF_HUB_OFFLINE": "1", **os.environ})
+                               mode, "--rate", repr(rate), *gguf], capture_output=True, text=True, cwd=REPO,
+                              env={"HF_HUB_OFFLINE": "1", **os.environ, **allocator})
         if done.returncode:
             sys.exit(f"the {mode} run failed:\n{done.stderr[-3000:]}")
         rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
@@ -164,9 +199,12 @@ def main() -> None:
         seconds = [s for s, _ in row["samples"]]
         rss = [r for _, r in row["samples"]]
         step, floor = statistics.median(seconds), statistics.median(row["floor_s"])
-        memory = "given back" if row["mode"] == "release" else "kept (before)"
-        print(f"| {memory} | {rss[0]:.0f} MiB | {rss[-1]:.0f} MiB | {slope(rss):+.1f} MiB/step | {step:.2f} s | "
+        print(f"| {ROW[row['mode']]} | {rss[0]:.0f} MiB | {rss[-1]:.0f} MiB | {slope(rss):+.1f} MiB/step | {step:.2f} s | "
               f"{row['peak_mib']:.0f} MiB | {floor:.2f} s | {floor / step:.0%} |")
+    digests = {row["mode"]: row["weights"] for row in rows}
+    if len(set(digests.values())) > 1:
+        sys.exit(f"\nthe modes trained different weights: {digests}")
+    print(f"\nThe same trained weights in every mode (digest {rows[0]['weights']}).")
 
 
 if __name__ == "__main__":

