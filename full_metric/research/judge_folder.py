@@ -143,6 +143,31 @@ def write_judge(model: Any, tokenizer: Any, record: Adaptation, output: Path,
         shutil.rmtree(partial, ignore_errors=True)
 
 
+#: What a judge folder's ``adapter/`` holds that a package ships: the weights, peft's config, the record.
+ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", ADAPTATION_FILE)
+
+
+def package_adapter(judge: Path, destination: Path) -> dict[str, Any]:
+    """Copy a judge folder's adapter (``adapt --save-adapter``) into ``destination``, a folder of the package's
+    judges; its base is named by the file its adaptation record gives, which is how a packaged base is found
+    (no path of this machine). Refused, naming the judge, when the base is not a packaged model: a shipped judge
+    must load by name offline. Returns the adaptation record."""
+    source = judge / ADAPTER_FOLDER
+    if not all((source / name).is_file() for name in ADAPTER_FILES):
+        raise SystemExit(f"{judge.name}: no adapter in {ADAPTER_FOLDER}/ (train it with --save-adapter)")
+    record = json.loads((source / ADAPTATION_FILE).read_text(encoding="utf-8"))
+    if packaged_name_of_file(record["base_model"]) is None:
+        raise SystemExit(f"{judge.name}: its base {record['base_model']} is not a model a package ships, so the judge "
+                         "could not load by name offline; name the base in model_sources.PACKAGED_MODELS first")
+    destination.mkdir(parents=True, exist_ok=True)
+    for name in ADAPTER_FILES:
+        shutil.copyfile(source / name, destination / name)
+    config = json.loads((destination / "adapter_config.json").read_text(encoding="utf-8"))
+    config["base_model_name_or_path"] = record["base_model"]
+    (destination / "adapter_config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    return record
+
+
 def card(record: Adaptation) -> str:
     """The adapted judge's model card."""
     settings = "\n".join(f"| {k} | {v} |" for k, v in asdict(record).items()

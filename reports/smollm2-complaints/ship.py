@@ -11,15 +11,13 @@ judge's adapter folder (adapter_config.json, adapter_model.safetensors, adaptati
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 
-from full_metric.research.judge_folder import choose_seed
+from full_metric.research.judge_folder import choose_seed, package_adapter
 
 HERE = Path(__file__).resolve().parent
 PACKAGED = HERE.parents[1] / "full_metric" / "judges" / "smollm2-complaints"
-ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors", "adaptation.json")
 
 
 def choose(records: dict[int, dict]) -> int:
@@ -34,13 +32,8 @@ def main(judges: str, pairs: str, *seeds: str) -> None:
     folders = {int(s): Path(judges) / f"smollm2-complaints-{pairs}-s{s}" for s in seeds}
     records = {s: json.loads((HERE / f"adaptation-s{s}.json").read_text()) for s in folders}
     chosen = choose(records)
-    PACKAGED.mkdir(parents=True, exist_ok=True)
-    for name in ADAPTER_FILES:
-        shutil.copyfile(folders[chosen] / "adapter" / name, PACKAGED / name)
     # the base is found by its packaged file's name (runs before the scrub in adapt wrote this machine's path)
-    config = json.loads((PACKAGED / "adapter_config.json").read_text())
-    config["base_model_name_or_path"] = records[chosen]["base_model"]
-    (PACKAGED / "adapter_config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    package_adapter(folders[chosen], PACKAGED)
     (HERE / "chosen.json").write_text(json.dumps({"seed": chosen, "seeds": {
         s: {k: r[k] for k in ("held_out_pair_accuracy_before", "held_out_pair_accuracy_after", "held_out_loss_before",
                               "held_out_loss_after", "digest", "seconds")} for s, r in records.items()}}, indent=1) + "\n")

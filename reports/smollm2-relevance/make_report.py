@@ -169,35 +169,56 @@ def bar_verdict(probe: dict | None, chosen: dict | None, runs: dict[str, dict],
     return lines
 
 
-def ship_line(chosen: dict | None, verdict: list[str]) -> str:
-    """Whether the chosen judge ships as the package's trained judge: the rule's condition (choose.py:
-    it beats smollm2-complaints) and, as the issue says, the whole bar (short of it nothing new ships)."""
+def ship_decision(chosen: dict | None, verdict: list[str]) -> bool | None:
+    """Whether the chosen judge ships as the package's trained judge: the rule's condition (choose.py: it beats
+    smollm2-complaints) and, as the issue says, the whole bar (short of it nothing new ships); ``None`` while
+    neither a failed part nor the whole bar decides it."""
     if not chosen or "ships" not in chosen:
-        return "- ships as smollm2-relevance: not decided yet (no lever chosen)"
+        return None
+    if any("**not met**" in line for line in verdict):
+        return False
+    if any("not measured yet" in line or "not decided yet" in line for line in verdict):
+        return None
+    return bool(chosen["ships"])
+
+
+def ship_line(chosen: dict | None, verdict: list[str]) -> str:
+    """:func:`ship_decision` in words, with the reason."""
+    decision = ship_decision(chosen, verdict)
+    if decision is None:
+        return ("- ships as smollm2-relevance: not decided yet (no lever chosen)" if not chosen or "ships" not in chosen
+                else "- ships as smollm2-relevance: not decided yet (parts of the bar not measured yet)")
+    if decision:
+        return "- ships as smollm2-relevance: **yes**"
     by_rule = ("by the rule alone it would (fewer relevance wins than smollm2-complaints, no answer of issue 37's "
                "probe above its upper bound)" if chosen["ships"] else "nor does it beat smollm2-complaints by the rule")
     if any("**not met**" in line for line in verdict):
         return f"- ships as smollm2-relevance: **no**, the bar is not met and short of it nothing new ships; {by_rule}"
-    if any("not measured yet" in line or "not decided yet" in line for line in verdict):
-        return "- ships as smollm2-relevance: not decided yet (parts of the bar not measured yet)"
-    return ("- ships as smollm2-relevance: **yes**" if chosen["ships"] else
-            "- ships as smollm2-relevance: **no**, it meets the bar but does not beat smollm2-complaints by the rule")
+    return "- ships as smollm2-relevance: **no**, it meets the bar but does not beat smollm2-complaints by the rule"
 
 
-def main(data_folder: str = "../shared/data") -> None:
+def measured(data_folder: str) -> dict[str, Any]:
+    """Everything reproduce.sh has measured so far, read from its records, and the bar's verdict on it."""
     records = {p.stem.removeprefix("adaptation-"): json.loads(p.read_text(encoding="utf-8"))
                for p in sorted(HERE.glob("adaptation-*.json"))}
-    probe, chosen, wall, pilot = _load("probe.json"), _load("chosen.json"), _load("wall.json") or {}, _load("pilot-contrast.json")
+    probe, chosen = _load("probe.json"), _load("chosen.json")
     runs = {name: run for name in RUNS if (run := _load(f"grpo-{name}.json"))}
-    cross = _load("cross.json")
     name = chosen.get("chosen") if chosen else None
     agreement, worse, commands = complaints_report.agreement_section(
         data_folder, (complaints_report.HERE / "shipped", "smollm2-complaints"),
         (HERE / "agreement", f"smollm2-relevance-{name}-s{chosen.get('seed', 0)}" if name else "the chosen judge"))
+    return {"records": records, "probe": probe, "chosen": chosen, "runs": runs, "cross": _load("cross.json"),
+            "wall": _load("wall.json") or {}, "pilot": _load("pilot-contrast.json"), "agreement": agreement,
+            "commands": commands, "verdict": bar_verdict(probe, chosen, runs, worse)}
+
+
+def main(data_folder: str = "../shared/data") -> None:
+    m = measured(data_folder)
+    records, probe, chosen, wall, pilot = m["records"], m["probe"], m["chosen"], m["wall"], m["pilot"]
+    runs, cross, agreement, commands, verdict = m["runs"], m["cross"], m["agreement"], m["commands"], m["verdict"]
     missing = ([] if chosen and "seeds" in chosen else ["the chosen setting's seed 1"]) \
         + ([] if agreement else ["agreement with people"]) \
         + [f"GRPO {n} ({what})" for n, what in RUNS.items() if n not in runs] + ([] if cross else ["cross scoring"])
-    verdict = bar_verdict(probe, chosen, runs, worse)
     rule_text = "Not applied yet (it needs every lever's probe)."
     if chosen:
         rule_text = "```json\n" + json.dumps(chosen, indent=1) + "\n```"

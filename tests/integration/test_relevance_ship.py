@@ -1,0 +1,160 @@
+"""Issue 45, 3: the chosen judge ships only when the rule and the whole bar say so (reports/smollm2-relevance/
+ship.py), as a folder of the package's judges that loads by name offline (model_sources.packaged_judges), the very
+judge it was trained as (equal scores, as the code promises), named in the signature by its base's, its adapter's
+and its adaptation's digests, each checked by changing it. The judge is a real one: a few adapt steps on the
+packaged SmolLM2 base (a shipped judge's base must be a packaged model)."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import shutil
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from full_metric import FullScorer
+from full_metric import model_sources
+
+REPORTS = Path(__file__).resolve().parents[2] / "reports"
+ANSWERS = ("Yes.", "I don't know.", "Ok.", "repeated word", "echo", "other conversation", "first word", "same topic",
+           "assistant opener", "same conversation, far")
+CONTEXTS = [["Hi! How was your weekend?"], ["Do you cook?", "Not really.", "Why not?"]]
+RESPONSES = ["Great, I went to the lake with friends.", "Window window window."]
+
+pytestmark = pytest.mark.slow
+
+
+def _sha(*files: Path) -> str:
+    """The digest the signature must carry for these files, with hashlib: sha256 of their bytes in name order."""
+    h = hashlib.sha256()
+    for f in sorted(files):
+        h.update(f.read_bytes())
+    return "sha256:" + h.hexdigest()[:16]
+
+
+@pytest.fixture(scope="module")
+def judge(tmp_path_factory, smollm2_gguf) -> tuple[Path, dict[str, Any]]:
+    """A judge adapted (two steps) on the packaged SmolLM2 base, with its adapter alone."""
+    from full_metric.research.adapt import adapt
+
+    root = tmp_path_factory.mktemp("relevance-judge")
+    rows = [{"context": [f"ping {d}", f"pong {d}", f"ping {d + 1}"], "response": f"pong {d + 1}"} for d in range(60)]
+    (root / "pingpong.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    record = adapt(str(smollm2_gguf), [str(root / "pingpong.jsonl")], root / "judge", objective="complaints",
+                   max_pairs=8, batch_size=4, held_out=0.1, max_length=64, lora_rank=4, learning_rate=5e-2,
+                   progress=False, save_adapter=True)
+    return root / "judge", asdict(record)
+
+
+def _answers(shares: dict[str, float]) -> dict[str, dict]:
+    return {a: {"beats_human": shares.get(a, 0.02), "wins": round(100 * shares.get(a, 0.02)), "contexts": 100,
+                "low": 0.0, "high": shares.get(a, 0.02) + 0.05, "mean": -1.0} for a in ANSWERS}
+
+
+def _report(tmp_path: Path, record: dict[str, Any], monkeypatch, digest: str | None = None,
+            same_topic: float = 0.1) -> Any:
+    """ship.py imported from a copy of the reports folder holding made-up records where the chosen judge (lever
+    mix, seed 0, of ``digest``: the judge's own by default; its held-out LM loss made up to fall, whatever two steps
+    did) beats smollm2-complaints by the rule and meets every
+    part of the bar, except the same-topic part when ``same_topic`` is above half of smollm2-complaints' 0.3; the
+    agreement part is met (no measure worse). The package's judges folder is ``tmp_path / "judges"``."""
+    for folder in ("smollm2-relevance", "smollm2-complaints"):
+        (tmp_path / folder).mkdir()
+        for script in (REPORTS / folder).glob("*.py"):
+            shutil.copy(script, tmp_path / folder / script.name)
+    here = tmp_path / "smollm2-relevance"
+    (here / "adaptation-mix-s0.json").write_text(json.dumps({**record, "digest": digest or record["digest"],
+                                                            "held_out_loss_before": 3.0, "held_out_loss_after": 2.9}))
+    (here / "probe.json").write_text(json.dumps({"contexts": 100, "seed": 0, "judges": {
+        "base": {"answers": _answers({"Yes.": 0.3})},
+        "shipped": {"answers": _answers({"other conversation": 0.22, "same topic": 0.3})},
+        "mix": {"answers": _answers({"other conversation": 0.05, "same topic": same_topic})}}}))
+    answers = [f"Answer number {i}." for i in range(20)]
+    run = {"settings": {"judge": "j", "learning_rate": 5e-5, "beta": 0.0}, "history": [],
+           **{when: {"answers": answers, "full": 1.0, "full_ci_low": 0.5, "full_ci_high": 1.5, "mean_words": 4.0,
+                     "generic_share": 0.0, "short_share": 0.0, "echo_share": 0.0, "repetitive_share": 0.0}
+              for when in ("before", "after")}}
+    (here / "grpo-new.json").write_text(json.dumps(run))
+    spec = importlib.util.spec_from_file_location("relevance_ship", here / "ship.py")
+    ship = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ship)
+    rule = ship.report.rule
+    chosen = rule.choose(["mix"], [0], json.loads((here / "probe.json").read_text()),
+                         {"mix-s0": json.loads((here / "adaptation-mix-s0.json").read_text())})
+    chosen.update(seed=0, seeds={"0": {k: record[k] for k in ("held_out_pair_accuracy_before",
+                                                              "held_out_pair_accuracy_after")}})
+    (here / "chosen.json").write_text(json.dumps(chosen))
+    monkeypatch.setattr(ship.report.complaints_report, "agreement_section", lambda *args: ("a table", [], ["cmd"]))
+    monkeypatch.setattr(ship, "PACKAGED", tmp_path / "judges" / ship.NAME)
+    monkeypatch.setattr(ship, "HERE", here)
+    return ship
+
+
+def test_the_judge_ships_by_the_rule_and_the_bar_and_loads_by_name_offline(judge, tmp_path, monkeypatch):
+    folder, record = judge
+    ship = _report(tmp_path, record, monkeypatch)
+    ship.main(str(folder))
+    packaged = tmp_path / "judges" / "smollm2-relevance"
+    assert sorted(p.name for p in packaged.iterdir()) == ["README.md", "adaptation.json", "adapter_config.json",
+                                                          "adapter_model.safetensors"]
+    config = json.loads((packaged / "adapter_config.json").read_text())
+    assert config["base_model_name_or_path"] == record["base_model"] == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    card = (packaged / "README.md").read_text(encoding="utf-8")
+    for needed in (record["digest"], record["base_revision"], "Apache-2.0", "MIT", "chitchat-dataset", "seed 0: ",
+                   'FullScorer("smollm2-relevance")', "| other conversation | 2% | 22% | 5% |",
+                   "distinct 100% -> 100%", "**met**"):
+        assert needed in card, needed
+    everything = "".join(p.read_text(encoding="utf-8") for p in packaged.iterdir() if p.suffix in (".json", ".md"))
+    assert str(tmp_path) not in everything and "/root/" not in everything and "site-packages" not in everything
+    # found as a packaged judge (a folder without its adaptation record is none), its base's install command named
+    (tmp_path / "judges" / "stray").mkdir()
+    (tmp_path / "judges" / "stray" / "adapter_config.json").write_text("{}")
+    entries = model_sources.packaged_judges(tmp_path / "judges")
+    assert list(entries) == ["smollm2-relevance"] and entries["smollm2-relevance"][2].endswith(
+        model_sources.SMOLLM2_INSTALL)
+    monkeypatch.setitem(model_sources.PACKAGED_MODELS, "smollm2-relevance", entries["smollm2-relevance"])
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    by_name = FullScorer("smollm2-relevance", progress=False)
+    trained = FullScorer(str(folder), progress=False)  # the merged judge adapt wrote: the same computation
+    scores = by_name.score(CONTEXTS, RESPONSES).scores
+    assert scores == trained.score(CONTEXTS, RESPONSES).scores
+    gguf = Path(model_sources.packaged_model("smollm2-gguf"))
+    name = (f"|model:smollm2-relevance@{_sha(gguf)}+adapter:"
+            f"{_sha(packaged / 'adapter_model.safetensors', packaged / 'adapter_config.json')}+adapted:{record['digest']}|")
+    assert name in by_name.signature()
+    # each input it must identify, changed: the adapter's weights, then its config
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(str(packaged / "adapter_model.safetensors"))
+    first = sorted(tensors)[0]
+    save_file({**tensors, first: tensors[first] * 2}, str(packaged / "adapter_model.safetensors"),
+              metadata={"format": "pt"})
+    changed_weights = FullScorer("smollm2-relevance", progress=False)
+    save_file(tensors, str(packaged / "adapter_model.safetensors"), metadata={"format": "pt"})
+    (packaged / "adapter_config.json").write_text(json.dumps({**config, "lora_alpha": 2 * config["lora_alpha"]}))
+    changed_config = FullScorer("smollm2-relevance", progress=False)
+    for changed in (changed_weights, changed_config):
+        assert changed.score(CONTEXTS, RESPONSES).scores != scores
+        assert name not in changed.signature() and "+adapted:" + record["digest"] in changed.signature()
+
+
+@pytest.mark.parametrize("case", ["bar not met", "another judge"])
+def test_nothing_ships_short_of_the_bar_or_from_another_judge_than_the_chosen(judge, tmp_path, monkeypatch, case,
+                                                                             capsys):
+    """Same topic at 16% (above half of smollm2-complaints' 30%): the bar is not met and nothing is written;
+    the chosen judge's digest other than the folder's: refused, naming both, before anything is copied."""
+    folder, record = judge
+    if case == "bar not met":
+        ship = _report(tmp_path, record, monkeypatch, same_topic=0.16)
+        ship.main(str(folder))
+        assert "**no**, the bar is not met" in capsys.readouterr().out
+    else:
+        ship = _report(tmp_path, record, monkeypatch, digest="0123456789abcdef")
+        with pytest.raises(SystemExit, match=f"{folder.name}: its adaptation digest {record['digest']} is not the "
+                                             "chosen judge's \\(mix seed 0: 0123456789abcdef\\)"):
+            ship.main(str(folder))
+    assert not (tmp_path / "judges").exists()
