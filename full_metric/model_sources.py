@@ -41,7 +41,8 @@ def packaged_judges(folder: Path = JUDGES_FOLDER) -> dict[str, tuple[str, str, s
         base = json.loads((judge / "adaptation.json").read_text(encoding="utf-8")).get("base_model", "")
         packaged_base = packaged_name_of_file(base)
         its_base = f"its base: {PACKAGED_MODELS[packaged_base][2]}" if packaged_base else f"its base model {base}"
-        file = str(judge.relative_to(JUDGES_FOLDER.parent)) if judge.is_relative_to(JUDGES_FOLDER.parent) else str(judge)
+        package = JUDGES_FOLDER.parent
+        file = str(judge.relative_to(package)) if judge.is_relative_to(package) else str(judge)
         judges[judge.name] = ("full_metric", file, f"{install_hint('adapt', 'peft')}, and {its_base}")
     return judges
 

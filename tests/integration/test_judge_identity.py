@@ -18,17 +18,10 @@ import torch
 from full_metric import FullScorer
 from full_metric.research.adapt import adapt
 from full_metric.research.judge_folder import Adaptation, digest
+from ..helpers import sha_of_files
 
 DIALOGS = [["Hi! How was your weekend?"], ["Do you cook?", "Not really.", "Why not?"]], ["Great.", "I burn it."]
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _sha(*paths: Path) -> str:
-    """The digest the signature must carry for these files: sha256 over their bytes in name order."""
-    h = hashlib.sha256()
-    for path in sorted(paths):
-        h.update(path.read_bytes())
-    return "sha256:" + h.hexdigest()[:16]
 
 
 @pytest.fixture(scope="module")
@@ -64,10 +57,11 @@ def test_the_merged_judge_and_its_adapter_on_the_base_are_one_judge(judge):
     assert alone.score(*DIALOGS).scores == merged.score(*DIALOGS).scores
     assert merged.score(*DIALOGS).scores != pytest.approx(FullScorer(str(base), progress=False).score(*DIALOGS).scores)
     adapter = folder / "adapter"
-    want = (f"{_sha(*base.glob('*.safetensors'), base / 'config.json')}+adapter:"
-            f"{_sha(adapter / 'adapter_model.safetensors', adapter / 'adapter_config.json')}+adapted:{record.digest}")
+    weights = sha_of_files(adapter / "adapter_model.safetensors", adapter / "adapter_config.json")
+    base_weights = sha_of_files(*base.glob("*.safetensors"), base / "config.json")
+    want = f"{base_weights}+adapter:{weights}+adapted:{record.digest}"
     assert f"|model:adapter@{want}|" in alone.signature()
-    merged_want = f"{_sha(*folder.glob('*.safetensors'), folder / 'config.json')}+adapted:{record.digest}"
+    merged_want = f"{sha_of_files(*folder.glob('*.safetensors'), folder / 'config.json')}+adapted:{record.digest}"
     assert f"|model:{folder.name}@{merged_want}|" in merged.signature()
 
 

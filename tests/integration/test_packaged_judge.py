@@ -13,6 +13,7 @@ import pytest
 
 from full_metric import FullScorer
 from full_metric.models import packaged_model
+from ..helpers import sha_of_files
 
 REPO = Path(__file__).resolve().parents[2]
 FOLDER = REPO / "full_metric" / "judges" / "smollm2-complaints"
@@ -72,16 +73,8 @@ def test_the_shipped_judge_loads_offline_by_name_and_is_its_adapter_on_the_base(
     shipped = FullScorer("smollm2-complaints", device="cpu", dtype=torch.float64, progress=False)
     base = FullScorer("smollm2-gguf", device="cpu", dtype=torch.float64, progress=False)
     digest = json.loads((FOLDER / "adaptation.json").read_text())["digest"]
-    def sha(*files: Path) -> str:  # the digest written out with hashlib: sorted files' bytes
-        import hashlib
-
-        h = hashlib.sha256()
-        for f in sorted(files):
-            h.update(f.read_bytes())
-        return "sha256:" + h.hexdigest()[:16]
-
-    adapter = sha(FOLDER / "adapter_model.safetensors", FOLDER / "adapter_config.json")
-    assert (f"|model:smollm2-complaints@{sha(smollm2_gguf)}+adapter:{adapter}+adapted:{digest}|"
+    adapter = sha_of_files(FOLDER / "adapter_model.safetensors", FOLDER / "adapter_config.json")
+    assert (f"|model:smollm2-complaints@{sha_of_files(smollm2_gguf)}+adapter:{adapter}+adapted:{digest}|"
             in shipped.signature())
     assert shipped.signature().split("|model:")[1] != base.signature().split("|model:")[1]
     scores, base_scores = shipped.score(CONTEXTS, RESPONSES).scores, base.score(CONTEXTS, RESPONSES).scores

@@ -6,7 +6,6 @@ packaged SmolLM2 base (a shipped judge's base must be a packaged model)."""
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import shutil
@@ -18,6 +17,7 @@ import pytest
 
 from full_metric import FullScorer
 from full_metric import model_sources
+from ..helpers import sha_of_files
 
 REPORTS = Path(__file__).resolve().parents[2] / "reports"
 ANSWERS = ("Yes.", "I don't know.", "Ok.", "repeated word", "echo", "other conversation", "first word", "same topic",
@@ -26,14 +26,6 @@ CONTEXTS = [["Hi! How was your weekend?"], ["Do you cook?", "Not really.", "Why 
 RESPONSES = ["Great, I went to the lake with friends.", "Window window window."]
 
 pytestmark = pytest.mark.slow
-
-
-def _sha(*files: Path) -> str:
-    """The digest the signature must carry for these files, with hashlib: sha256 of their bytes in name order."""
-    h = hashlib.sha256()
-    for f in sorted(files):
-        h.update(f.read_bytes())
-    return "sha256:" + h.hexdigest()[:16]
 
 
 @pytest.fixture(scope="module")
@@ -123,8 +115,8 @@ def test_the_judge_ships_by_the_rule_and_the_bar_and_loads_by_name_offline(judge
     scores = by_name.score(CONTEXTS, RESPONSES).scores
     assert scores == trained.score(CONTEXTS, RESPONSES).scores
     gguf = Path(model_sources.packaged_model("smollm2-gguf"))
-    name = (f"|model:smollm2-relevance@{_sha(gguf)}+adapter:"
-            f"{_sha(packaged / 'adapter_model.safetensors', packaged / 'adapter_config.json')}+adapted:{record['digest']}|")
+    adapter = sha_of_files(packaged / "adapter_model.safetensors", packaged / "adapter_config.json")
+    name = f"|model:smollm2-relevance@{sha_of_files(gguf)}+adapter:{adapter}+adapted:{record['digest']}|"
     assert name in by_name.signature()
     # each input it must identify, changed: the adapter's weights, then its config
     from safetensors.torch import load_file, save_file
