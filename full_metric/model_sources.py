@@ -40,14 +40,13 @@ def packaged_judges(folder: Path = JUDGES_FOLDER) -> dict[str, tuple[str, str, s
     relative to the package, or, for a folder outside it, absolute (``Path(package) / file`` is then the folder)."""
     import json
 
-    judges = {}
+    judges, package = {}, JUDGES_FOLDER.parent
     for judge in sorted(folder.iterdir()) if folder.is_dir() else []:
         if not ((judge / "adapter_config.json").is_file() and (judge / "adaptation.json").is_file()):
             continue
         base = json.loads((judge / "adaptation.json").read_text(encoding="utf-8")).get("base_model", "")
         packaged_base = packaged_name_of_file(base)
         its_base = f"its base: {PACKAGED_MODELS[packaged_base][2]}" if packaged_base else f"its base model {base}"
-        package = JUDGES_FOLDER.parent
         file = str(judge.relative_to(package)) if judge.is_relative_to(package) else str(judge)
         judges[judge.name] = ("full_metric", file, f"{install_hint('adapt', 'peft')}, and {its_base}")
     return judges
