@@ -65,6 +65,22 @@ def _load(name: str) -> Any:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() and path.stat().st_size else None
 
 
+def _times_and_hosts(records: dict[str, dict], wall: dict) -> str:
+    """What the levers' table cannot say in its cells: a wall time that counts only a run's last part, and
+    base losses that differ by machine."""
+    parts = [n for n, r in sorted(records.items())
+             if wall.get("adapt {} seed {}".format(*n.rpartition("-s")[::2]), r["seconds"]) < r["seconds"]]
+    befores = sorted({f"{r['held_out_loss_before']:.4f}" for r in records.values()})
+    text = ("\nTraining time is the steps' own time from each record, summed over the parts of a run resumed after "
+            "it was stopped; wall time (wall.json) counts only the part that finished"
+            + (f" ({', '.join(parts)})" if parts else "") + ".")
+    if len(befores) > 1:
+        text += (f" The base's held-out LM loss before training reads {' and '.join(befores)} in runs made on "
+                 "different machines (the same dialogs; bfloat16 matrix products differ by CPU): compare each "
+                 "lever's loss after with its own before.")
+    return text
+
+
 def levers_section(records: dict[str, dict], wall: dict, held: dict | None = None) -> str:
     """The levers' held-out figures, and the judges made before measured by today's adapt (held-out.json)."""
     rows = ["| judge | pairs | per dialog | held-out pair accuracy | held-out LM loss | training time | wall time | "
@@ -77,7 +93,8 @@ def levers_section(records: dict[str, dict], wall: dict, held: dict | None = Non
                     f"{r['held_out_loss_before']:.4f} -> {r['held_out_loss_after']:.4f} | {r['seconds'] / 60:.0f} min | "
                     f"{'-' if seconds is None else f'{seconds / 60:.0f} min'} | `{r['digest']}` |")
     if not held:
-        return "\n".join(rows) + "\n\nThe judges made before issue 45 on this yardstick: not measured yet."
+        return "\n".join(rows) + "\n" + _times_and_hosts(records, wall) + (
+            "\n\nThe judges made before issue 45 on this yardstick: not measured yet.")
     for name, r in held["judges"].items():
         digest = r["signature"].split("+adapted:")[1].split("|")[0] if "+adapted:" in r["signature"] else "-"
         rows.append(f"| {name} (made before) | - | - | **{r['pair_accuracy']:.3f}** | {r['loss']:.4f} | - | - | "
@@ -90,7 +107,8 @@ The judges made before (the last rows) are measured by today's adapt on the same
 pairs (`held_out.py`). smollm2-complaints' own record ({kept['held_out_pair_accuracy_before']:.3f} ->
 {kept['held_out_pair_accuracy_after']:.3f}, LM loss {kept['held_out_loss_before']:.4f} -> {kept['held_out_loss_after']:.4f})
 was measured by the adapt of the revision that trained it, which cut a context longer than 256 tokens
-mid-turn (today's adapt cuts it between whole turns): compare the levers with these rows, not with it."""
+mid-turn (today's adapt cuts it between whole turns): compare the levers with these rows, not with it.
+{_times_and_hosts(records, wall)}"""
 
 
 def parts_section(probe: dict) -> str:

@@ -286,3 +286,18 @@ def test_reproduce_sh_keeps_or_rebuilds_a_judge_whose_folder_is_gone(tmp_path):
     assert words[words.index("--kept") + 1] == "mix=T/adaptation-mix-s0.json" and words.count("--kept") == 1
     assert words[0] == "rebuilt pairs2 0 m.gguf" and "pairs2=T/j/smollm2-relevance-pairs2-s0" in words
     assert [w for w in words if w.startswith("rebuilt")] == ["rebuilt pairs2 0 m.gguf"]
+
+
+def test_the_levers_table_says_which_wall_times_count_one_part_and_that_base_losses_differ_by_machine():
+    """A run stopped and resumed: its record's steps' time (7,200 s) above wall.json's (3,000 s, the last part):
+    named; two runs whose base loss before training differs (another machine): both figures said. A run timed
+    whole and one base loss: neither said."""
+    report = _script("smollm2-relevance")
+    record = {"pairs": 2000, "held_out_pair_accuracy_before": 0.6, "held_out_pair_accuracy_after": 0.9,
+              "held_out_loss_before": 3.8218, "held_out_loss_after": 3.1, "seconds": 3600.0, "digest": "abc"}
+    records = {"mix-s0": record, "pairs2-s0": {**record, "seconds": 7200.0, "held_out_loss_before": 3.81846}}
+    text = report.levers_section(records, {"adapt mix seed 0": 3700, "adapt pairs2 seed 0": 3000})
+    assert "counts only the part that finished (pairs2-s0)." in text
+    assert "reads 3.8185 and 3.8218 in runs made on different machines" in text
+    text = report.levers_section({"mix-s0": record}, {"adapt mix seed 0": 3700})
+    assert "counts only the part that finished." in text and "different machines" not in text
