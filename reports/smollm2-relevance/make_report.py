@@ -65,11 +65,9 @@ def _load(name: str) -> Any:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() and path.stat().st_size else None
 
 
-def _times_and_hosts(records: dict[str, dict], wall: dict) -> str:
-    """What the levers' table cannot say in its cells: a wall time that counts only a run's last part, and
-    base losses that differ by machine."""
-    parts = [n for n, r in sorted(records.items())
-             if wall.get("adapt {} seed {}".format(*n.rpartition("-s")[::2]), r["seconds"]) < r["seconds"]]
+def _times_and_hosts(records: dict[str, dict], parts: list[str]) -> str:
+    """What the levers' table cannot say in its cells: the runs whose wall time counts only their last part
+    (``parts``), and base losses that differ by machine."""
     befores = sorted({f"{r['held_out_loss_before']:.4f}" for r in records.values()})
     text = ("\nTraining time is the steps' own time from each record, summed over the parts of a run resumed after "
             "it was stopped; wall time (wall.json) counts only the part that finished"
@@ -85,15 +83,17 @@ def levers_section(records: dict[str, dict], wall: dict, held: dict | None = Non
     """The levers' held-out figures, and the judges made before measured by today's adapt (held-out.json)."""
     rows = ["| judge | pairs | per dialog | held-out pair accuracy | held-out LM loss | training time | wall time | "
             "adaptation digest |", "|---|---|---|---|---|---|---|---|"]
+    parts: list[str] = []  # the runs whose wall time counts only their last part
     for name, r in sorted(records.items()):
         lever, _, seed = name.rpartition("-s")
         seconds = wall.get(f"adapt {lever} seed {seed}")
+        parts += [name] if seconds is not None and seconds < r["seconds"] else []
         rows.append(f"| {name} | {r['pairs']:,} | {r.get('pairs_per_dialog', 1)} | "
                     f"{r['held_out_pair_accuracy_before']:.3f} -> **{r['held_out_pair_accuracy_after']:.3f}** | "
                     f"{r['held_out_loss_before']:.4f} -> {r['held_out_loss_after']:.4f} | {r['seconds'] / 60:.0f} min | "
                     f"{'-' if seconds is None else f'{seconds / 60:.0f} min'} | `{r['digest']}` |")
     if not held:
-        return "\n".join(rows) + "\n" + _times_and_hosts(records, wall) + (
+        return "\n".join(rows) + "\n" + _times_and_hosts(records, parts) + (
             "\n\nThe judges made before issue 45 on this yardstick: not measured yet.")
     for name, r in held["judges"].items():
         digest = r["signature"].split("+adapted:")[1].split("|")[0] if "+adapted:" in r["signature"] else "-"
@@ -108,7 +108,7 @@ pairs (`held_out.py`). smollm2-complaints' own record ({kept['held_out_pair_accu
 {kept['held_out_pair_accuracy_after']:.3f}, LM loss {kept['held_out_loss_before']:.4f} -> {kept['held_out_loss_after']:.4f})
 was measured by the adapt of the revision that trained it, which cut a context longer than 256 tokens
 mid-turn (today's adapt cuts it between whole turns): compare the levers with these rows, not with it.
-{_times_and_hosts(records, wall)}"""
+{_times_and_hosts(records, parts)}"""
 
 
 def parts_section(probe: dict) -> str:
