@@ -14,8 +14,9 @@ complaints`` as reproduce.sh runs it (chitchat, batch 4 pairs, contexts cut to 2
 ``release`` gives the memory a step freed back to the system after each step (``Run``'s default,
 ``models.release_freed_memory``), ``keep`` does not (the loop before issue 45), ``jemalloc`` is ``release``
 with jemalloc as the process's allocator (``LD_PRELOAD``; Debian: ``apt-get install libjemalloc2``), as the
-relevance report's reproduce.sh trains. The modes must train the very same weights: each prints a digest of
-its trained LoRA weights, and the table says whether they are identical.
+relevance report's reproduce.sh trains, and ``recast`` is ``jemalloc`` with the frozen weights cast by autocast
+at every call (``cast_once=False``: the loop before ``research/frozen_casts.py``). The modes must train the very
+same weights: each prints a digest of its trained LoRA weights, and the table says whether they are identical.
 
 Reported per mode: resident memory (RSS) after the first step and after the last, its slope over the
 second half of the steps (MiB per step, ``scipy.stats.linregress``; flat memory is a slope near 0),
@@ -53,8 +54,10 @@ from bench import PeakRSS, floor_flops, matmul_rate  # noqa: E402
 from corpus_scaling import smollm2_folder, tiny_model_with_smollm2_tokenizer, SMOLLM2_FILE  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-MODES = ("release", "keep", "jemalloc")
-ROW = {"release": "given back", "keep": "kept (before)", "jemalloc": "given back, jemalloc"}
+MODES = ("release", "keep", "jemalloc", "recast")
+ROW = {"release": "given back", "keep": "kept (before)", "jemalloc": "given back, jemalloc",
+       "recast": "given back, jemalloc, frozen weights cast at every call (before)"}
+JEMALLOC_MODES = ("jemalloc", "recast")
 
 
 def _step_flops(scorer: Any, model: Any, chunk: list, batch: dict[str, torch.Tensor], max_context: int) -> float:
@@ -96,7 +99,7 @@ def measure(model_name: str, steps: int, mode: str, rate: float, gguf: str | Non
     from full_metric.research.optimise import Run
     from full_metric.scorer import FullScorer
 
-    if mode == "jemalloc" and "jemalloc" not in Path("/proc/self/maps").read_text():
+    if mode in JEMALLOC_MODES and "jemalloc" not in Path("/proc/self/maps").read_text():
         sys.exit("the jemalloc mode's process runs without jemalloc")
     class Sampled(Run):
         """adapt's optimisation step, timed, with the RSS after each step."""
@@ -132,7 +135,8 @@ def measure(model_name: str, steps: int, mode: str, rate: float, gguf: str | Non
     run = Sampled(judge, rate=2e-4, steps=len(batches), schedule="linear", checkpoint=None, every=25, settings={},
                   release_memory=mode != "keep")
     start_rss = PeakRSS.current() / 2**20
-    adapt_module._train_on_pairs(scorer, judge, pairs, batches, run, dtype, max_length, 1.0, 0.1, False)
+    adapt_module._train_on_pairs(scorer, judge, pairs, batches, run, dtype, max_length, 1.0, 0.1, False,
+                                 cast_once=mode != "recast")
     return {"model": model_name, "mode": mode, "steps": len(batches), "dtype": str(dtype or torch.float32),
             "threads": torch.get_num_threads(), "rss_before_mib": start_rss, "samples": run.samples,
             "floor_s": [f / rate for f in flops], "matmul_gflops": rate / 1e9, "weights": weights_digest(judge)}
@@ -172,13 +176,13 @@ def main() -> None:
         return
     rows = []
     library = ctypes.util.find_library("jemalloc")  # its name as the dynamic linker finds it
-    modes = args.modes or [m for m in MODES if m != "jemalloc" or library]
-    if "jemalloc" in modes and not library:
+    modes = args.modes or [m for m in MODES if m not in JEMALLOC_MODES or library]
+    if set(modes) & set(JEMALLOC_MODES) and not library:
         sys.exit("the jemalloc mode needs jemalloc (Debian: apt-get install libjemalloc2)")
     gguf = ["--gguf", str(gemma_gguf(args.gguf))] if args.model == "gemma" else []  # assembled once
     rate = matmul_rate(torch.device("cpu"), autocast_dtype())
     for mode in modes:
-        allocator = {"LD_PRELOAD": library} if mode == "jemalloc" else {}
+        allocator = {"LD_PRELOAD": library} if mode in JEMALLOC_MODES else {}
         done = subprocess.run([sys.executable, __file__, "--model", args.model, "--steps", str(args.steps), "--mode",
                                mode, "--rate", repr(rate), *gguf], capture_output=True, text=True, cwd=REPO,
                               env={"HF_HUB_OFFLINE": "1", **os.environ, **allocator})

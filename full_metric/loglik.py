@@ -331,9 +331,11 @@ def _decoder_only_batch(
 def _output_logits(model: Any, hidden: torch.Tensor) -> torch.Tensor:
     """Apply the model's output head (and final logit soft-capping where the model has it), in
     float32 whatever the model's dtype: at follow-up positions only, that costs little and keeps the
-    logits of a half-precision model from being rounded before the log-softmax."""
+    logits of a half-precision model from being rounded before the log-softmax. Under autocast the
+    head runs as it is: autocast casts its inputs to the autocast dtype whatever theirs (a weight
+    already cast, :mod:`full_metric.research.frozen_casts`, is not cast again), the same numbers."""
     head = model.get_output_embeddings()
-    if head.weight.dtype == torch.float32:
+    if head.weight.dtype == torch.float32 or torch.is_autocast_enabled(hidden.device.type):
         logits = head(hidden)
     else:
         bias = None if getattr(head, "bias", None) is None else head.bias.float()

@@ -49,6 +49,7 @@ from .adapt_data import (
     training_example,
 )
 from .adapt_options import AUTOCASTS, LEARNING_RATES, METHODS, OBJECTIVES, SCHEDULES, default
+from .frozen_casts import cast_frozen_linears
 from .judge_folder import Adaptation, adapter_weights, digest, plain_weights, settings, write_judge
 from .optimise import Run, warmup_steps
 
@@ -337,26 +338,30 @@ def _with_lora(model: Any, rank: int, encoder_decoder: bool) -> Any:
 
 
 def _train_on_dialogs(judge: Any, batches: list[dict[str, torch.Tensor]], run: Run, autocast: torch.dtype | None,
-                      progress: bool) -> None:
+                      progress: bool, cast_once: bool = True) -> None:
     """The ``dialogs`` objective: one pass of the language-modelling loss over the batches (from the
-    run's step on, when it resumed)."""
-    for batch in tqdm(batches[run.done :], disable=not progress, desc="adapting", unit="batch",
-                      initial=run.done, total=len(batches)):
-        started = time.perf_counter()
-        with torch.autocast(judge.device.type, dtype=autocast, enabled=autocast is not None):
-            loss = judge(**{k: v.to(judge.device) for k, v in batch.items()}).loss
-        run.step(loss, time.perf_counter() - started)
+    run's step on, when it resumed). The frozen weights are cast to the autocast dtype once for the
+    loop (:func:`~.frozen_casts.cast_frozen_linears`; the same numbers); ``cast_once=False``: at every call."""
+    with cast_frozen_linears(judge, autocast if cast_once else None):
+        for batch in tqdm(batches[run.done :], disable=not progress, desc="adapting", unit="batch",
+                          initial=run.done, total=len(batches)):
+            started = time.perf_counter()
+            with torch.autocast(judge.device.type, dtype=autocast, enabled=autocast is not None):
+                loss = judge(**{k: v.to(judge.device) for k, v in batch.items()}).loss
+            run.step(loss, time.perf_counter() - started)
 
 
 def _train_on_pairs(scorer: FullScorer, judge: Any, pairs: list[complaints.Pair],
                     batches: list[dict[str, torch.Tensor]], run: Run, autocast: torch.dtype | None,
-                    max_context: int | None, margin: float, lm_weight: float, progress: bool) -> None:
+                    max_context: int | None, margin: float, lm_weight: float, progress: bool,
+                    cast_once: bool = True) -> None:
     """The ``complaints`` objective: one pass over the pairs (from the run's step on, when it
     resumed), the pairwise loss plus ``lm_weight`` times the language-modelling loss of each pair's
-    real dialog (``batches``, in pair order)."""
+    real dialog (``batches``, in pair order). The frozen weights: as in :func:`_train_on_dialogs`."""
     size = len(batches[0]["input_ids"])
-    with tqdm(total=len(pairs), initial=min(len(pairs), run.done * size), disable=not progress,
-              desc="adapting (complaints)", unit="pair") as bar:
+    with cast_frozen_linears(judge, autocast if cast_once else None), \
+            tqdm(total=len(pairs), initial=min(len(pairs), run.done * size), disable=not progress,
+                 desc="adapting (complaints)", unit="pair") as bar:
         for index in range(run.done, len(batches)):
             started = time.perf_counter()
             chunk, batch = pairs[index * size : (index + 1) * size], batches[index]

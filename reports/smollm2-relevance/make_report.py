@@ -246,8 +246,9 @@ def main(data_folder: str = "../shared/data") -> None:
 
 Made by `bash reports/smollm2-relevance/reproduce.sh` (each step's command, the yardstick and the choosing
 rule, written before the first run, are in it; wall times on a 2-core CPU machine in `wall.json`; the training runs
-from pairs2 on preload jemalloc where the system has it, which trains the same weights with a step about a third
-shorter than glibc's malloc, docs/performance.md, so their times are not comparable with mix's). Every
+from pairs2 on preload jemalloc where the system has it, which trains the same weights with a shorter step than
+glibc's malloc, docs/performance.md, so their times are not comparable with mix's; from the Gemma lever on, the
+frozen weights are cast to bfloat16 once for the loop, not at every call: the same weights again). Every
 lever is judged on held-out data only: adapt's held-out LM loss and pairs, and the gaming probe's
 held-out contexts; never on rated data.
 

@@ -84,7 +84,7 @@ GGUF=$(python -c "import importlib.util, pathlib; print(pathlib.Path(importlib.u
 mkdir -p "$JUDGES"
 source reports/timed.sh
 # Training runs with jemalloc where the system has it (Debian: libjemalloc2): the same weights to the last bit
-# and a step about a third shorter than with glibc's malloc (benchmarks/training_memory.py, docs/performance.md)
+# and a shorter step than with glibc's malloc (SmolLM2 24%, Gemma-3 6%: benchmarks/training_memory.py, docs/performance.md)
 JEMALLOC=$(python -c "import ctypes.util; print(ctypes.util.find_library('jemalloc') or '')")
 adapt() {  # adapt LABEL JUDGE SEED MODEL [adapt options]: the training run, its wall time under LABEL
   local label=$1 judge=$2 seed=$3 model=$4; shift 4
@@ -176,8 +176,9 @@ train pairs2 0 "$GGUF" ${LEVER[pairs2]}
 probe mix pairs2
 LEVERS=(mix pairs2)
 if [ "$(python "$OUT/choose.py" mix pairs2 --larger-base-needed)" = yes ]; then
-  # the 135M base cannot get there: the mix lever's setting on Gemma-3-270M. Its step peaks above 14.5 GB
-  # (a 3-step trial alone, on short pairs): nothing else may run beside it on a 24 GB machine
+  # the 135M base cannot get there: the mix lever's setting on Gemma-3-270M. Its step peaks near 10 GB with
+  # jemalloc (docs/performance.md; 14.5 GB in a 3-step trial before the frozen weights were cast once for the
+  # loop): nothing else may run beside it on a 24 GB machine
   # (the GGUF its package assembles once in its own cache folder, sha256 checked: full-metric's gemma3-gguf)
   BASE[gemma]=$(python -c "from full_metric.model_sources import packaged_model; print(packaged_model('gemma3-gguf'))")
   # shellcheck disable=SC2086

@@ -85,8 +85,10 @@ def test_the_gemma_mode_runs_as_documented():
 def test_jemalloc_trains_the_same_weights():
     """reproduce.sh trains with jemalloc preloaded where the system has it: the benchmark's jemalloc mode (a
     process that runs with jemalloc, or it stops) trains the very weights glibc's malloc does, else it fails.
-    .ci/run installs jemalloc (a failure under CI without it); elsewhere it is skipped without libjemalloc2."""
+    .ci/run installs jemalloc (a failure under CI without it); elsewhere it is skipped without libjemalloc2. The
+    recast mode (the frozen weights cast at every call, the loop before research/frozen_casts.py) trains them too."""
     _needs_jemalloc()
-    done = _benchmark("release", "jemalloc")
+    done = _benchmark("release", "jemalloc", "recast")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "| given back, jemalloc |" in done.stdout and "The same trained weights in every mode" in done.stdout
+    assert "| given back, jemalloc, frozen weights cast at every call (before) |" in done.stdout
