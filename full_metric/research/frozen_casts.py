@@ -7,7 +7,7 @@ step), and each cast is kept for the backward. :func:`cast_frozen_linears` gives
 ``nn.Linear`` its weight (and bias) already in the autocast dtype for the length of the loop and
 puts the float32 parameters back after it. The numbers are the same to the last bit: a cast is a
 rounding that gives the same tensor each time, and autocast leaves a tensor already in its dtype as
-it is (``tests/unit/test_frozen_casts.py`` trains both ways and compares the weights exactly).
+it is (``tests/integration/test_frozen_casts.py`` trains both ways and compares the weights exactly).
 """
 
 from __future__ import annotations
@@ -30,10 +30,7 @@ def cast_frozen_linears(model: Any, dtype: torch.dtype | None) -> Iterator[int]:
         first = next(iter(model.named_parameters()), None)
         owner = model.get_submodule(first[0].rpartition(".")[0]) if first else None  # holds the first parameter
         for module in model.modules():
-            if not isinstance(module, torch.nn.Linear) or module is owner:
-                continue
-            weight = module.weight
-            if weight.requires_grad or weight.dtype != torch.float32:
+            if not isinstance(module, torch.nn.Linear) or module is owner or module.weight.requires_grad:
                 continue
             for name in ("weight", "bias"):
                 value = getattr(module, name)
