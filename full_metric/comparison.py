@@ -10,12 +10,14 @@ p-value convention nor resampling shared by several systems, nor a Holm correcti
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import math
+from dataclasses import asdict, dataclass, field
 from typing import Any, Hashable, Mapping, Sequence
 
 import numpy as np
 
 from .errors import UsageError
+from .unscored import REASON, is_unscored
 
 METHODS = ("bootstrap", "randomization")
 #: sacrebleu's defaults: 1,000 bootstrap resamples, 10,000 randomization trials, seed 12345.
@@ -64,6 +66,9 @@ class Comparison:
     paired: bool
     confidence: float = 0.95
     alpha: float = 0.05
+    #: each system's items not scored (:mod:`full_metric.unscored`), by the names the caller gave them
+    #: (``item_names``; else their 0-based positions); paired, every pair with one of them is left out
+    left_out: dict[str, list[Any]] = field(default_factory=dict)
 
     def significant(self, system: SystemScore) -> bool:
         """Whether ``system`` differs from the baseline at ``alpha`` after the Holm correction."""
@@ -77,6 +82,7 @@ class Comparison:
             "baseline": self.baseline, "method": self.method, "resamples": self.resamples, "seed": self.seed,
             "paired": self.paired, "confidence": self.confidence, "alpha": self.alpha,
             "systems": [{**asdict(s), "significant": self.significant(s)} for s in self.systems],
+            "left_out": self.left_out, "left_out_reason": REASON,
         }
 
     def table(self) -> str:
@@ -105,6 +111,11 @@ class Comparison:
             "A significant difference means the systems' FULL scores differ beyond what resampling these items "
             "explains; it does not say that people would prefer the system with the higher score.",
         ]
+        if self.left_out:
+            unit = "pairs where either side is" if self.paired else "items"
+            lines.append(f"Left out, {unit} not scored ({REASON}): "
+                         + "; ".join(f"{name!r}: {', '.join(map(str, items))}" for name, items in self.left_out.items())
+                         + ".")
         return "\n".join(lines)
 
 
@@ -133,13 +144,23 @@ def _percentiles(values: np.ndarray, confidence: float) -> tuple[float, float]:
 
 def _as_scores(name: str, values: Any) -> np.ndarray:
     scores = getattr(values, "scores", values)  # a FullResult or a sequence of numbers
-    array = np.asarray(list(scores), dtype=float)
+    values = list(scores)
+    if any(isinstance(v, bool) or not (v is None or isinstance(v, (int, float, np.number))) for v in values):
+        bad = next(i for i, v in enumerate(values) if isinstance(v, bool) or not (v is None or isinstance(v, (int, float, np.number))))
+        raise UsageError(f"system {name!r}: item {bad} is not a number ({values[bad]!r})")
+    array = np.asarray([np.nan if is_unscored(v) else v for v in values], dtype=float)
     if array.ndim != 1 or len(array) == 0:
         raise UsageError(f"system {name!r}: no scores")
-    bad = np.flatnonzero(~np.isfinite(array))
+    bad = np.flatnonzero(np.isinf(array))  # NaN / None: not scored, left out by compare_systems
     if len(bad):
         raise UsageError(f"system {name!r}: item {bad[0]} is not a finite number ({array[bad[0]]})")
     return array
+
+
+def pairing_keys(records: Sequence[Mapping[str, Any]]) -> list[tuple[Hashable, ...]]:
+    """What pairs two systems' records (:func:`pair_items`): the context's turns and whether the record is
+    dialog level (no response). The one key of the command line's ``compare`` and the app's summary."""
+    return [(tuple(r["context"]), r.get("response") is None) for r in records]
 
 
 def _checked_request(scores: Mapping[str, Any], baseline: str | None, method: str, resamples: int | None,
@@ -173,8 +194,14 @@ def compare_systems(
     paired: bool = True,
     confidence: float = 0.95,
     alpha: float = 0.05,
+    item_names: Mapping[str, Sequence[Any]] | None = None,
 ) -> Comparison:
     """Compare systems by their per-example scores (``FullResult`` s or lists of numbers).
+
+    Items not scored (NaN or ``None``: :mod:`full_metric.unscored`) are left out: paired, every pair
+    where either side is not scored; unpaired, each system's own. The comparison lists them
+    (:attr:`Comparison.left_out`) by ``item_names`` (per system, one name per item given: the
+    caller's line numbers) or their 0-based positions.
 
     Paired (the default): every system scored the same items in the same order; the bootstrap
     resamples item indices shared by all systems. Unpaired: each system is resampled on its own and
@@ -189,7 +216,8 @@ def compare_systems(
 
     Raises:
         ValueError: fewer than two systems, an unknown baseline or method, paired systems of
-            different lengths, a non-finite score.
+            different lengths, an infinite score or one that is not a number, a system with no item
+            scored (paired: no pair with both sides scored).
     """
     names, baseline, resamples = _checked_request(scores, baseline, method, resamples, confidence)
     arrays = {n: _as_scores(n, v) for n, v in zip(names, scores.values())}
@@ -197,6 +225,7 @@ def compare_systems(
         lengths = {n: len(a) for n, a in arrays.items()}
         if len(set(lengths.values())) != 1:
             raise UsageError(f"paired systems need the same number of items, got {lengths}; compare them unpaired")
+    arrays, left_out = _scored_items(arrays, paired, item_names)
     rng = np.random.default_rng(seed)
     boots = _bootstrap_means(arrays, resamples if method == "bootstrap" else INTERVAL_RESAMPLES, paired, rng)
     means = {n: float(a.mean()) for n, a in arrays.items()}
@@ -221,15 +250,41 @@ def compare_systems(
         low, high = _percentiles(boots[name], confidence)
         systems.append(SystemScore(name, len(arrays[name]), means[name], low, high, order.index(name) + 1,
                                    **tests.get(name, {})))
-    return Comparison(tuple(systems), baseline, method, resamples, seed, paired, confidence, alpha)
+    return Comparison(tuple(systems), baseline, method, resamples, seed, paired, confidence, alpha, left_out)
+
+
+def _scored_items(arrays: dict[str, np.ndarray], paired: bool, item_names: Mapping[str, Sequence[Any]] | None
+                  ) -> tuple[dict[str, np.ndarray], dict[str, list[Any]]]:
+    """The scores with the items not scored left out (paired: every pair with one), and each system's
+    items not scored, by name; refused when a system has nothing left."""
+    names = {n: list(item_names[n]) if item_names and n in item_names else list(range(len(a)))
+             for n, a in arrays.items()}
+    unscored = {n: np.isnan(a) for n, a in arrays.items()}
+    left_out = {n: [names[n][i] for i in np.flatnonzero(u)] for n, u in unscored.items() if u.any()}
+    if paired:
+        keep = ~np.logical_or.reduce(list(unscored.values()))
+        kept = {n: a[keep] for n, a in arrays.items()}
+    else:
+        kept = {n: a[~unscored[n]] for n, a in arrays.items()}
+    empty = next((n for n, u in unscored.items() if u.all()), None)
+    if empty is not None:
+        raise UsageError(f"system {empty!r}: no item was scored ({REASON})")
+    if not all(len(a) for a in kept.values()):
+        raise UsageError(f"no pair has both sides scored ({REASON})")
+    return kept, left_out
 
 
 def mean_interval(
     values: Sequence[float], *, resamples: int = DEFAULT_RESAMPLES["bootstrap"], seed: int = DEFAULT_SEED,
     confidence: float = 0.95,
 ) -> tuple[float, float]:
-    """One group's mean with no comparison: its percentile bootstrap interval."""
-    boots = _bootstrap_means({"x": _as_scores("x", values)}, resamples, True, np.random.default_rng(seed))
+    """One group's mean with no comparison: its percentile bootstrap interval, over the scored items
+    (NaN, NaN when none was scored)."""
+    scores = _as_scores("x", values)
+    scores = scores[~np.isnan(scores)]
+    if not len(scores):
+        return math.nan, math.nan
+    boots = _bootstrap_means({"x": scores}, resamples, True, np.random.default_rng(seed))
     return _percentiles(boots["x"], confidence)
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
 from .follow_ups import NAMED_SETS
+from .unscored import scored_mean, unscored_items
 from .version import __version__
 
 
@@ -143,13 +143,12 @@ class FullResult:
     def mean(self) -> float:
         """The corpus score: the mean of the per-dialog scores, the :attr:`unscored` left out (NaN when
         no dialog was scored)."""
-        scored = [s for s in self.scores if not math.isnan(s)]
-        return math.fsum(scored) / len(scored) if scored else float("nan")
+        return scored_mean(self.scores)
 
     @property
     def unscored(self) -> list[int]:
         """The dialogs (indices) left unscored because no context was read: NaN scores."""
-        return [i for i, s in enumerate(self.scores) if math.isnan(s)]
+        return unscored_items(self.scores)
 
     def __len__(self) -> int:
         return len(self.scores)

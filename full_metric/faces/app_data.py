@@ -23,6 +23,7 @@ from ..follow_ups import NAMED_SETS, validate_follow_ups
 from ..scorer import FullScorer
 from ..settings import Setting, positive_int, resolve_positive
 from ..turns import split_turns
+from ..unscored import scored_mean, unscored_items
 
 
 
@@ -196,29 +197,32 @@ def summarize(rows: Sequence[dict[str, Any]], baseline: str | None = None) -> tu
     system), the p-value of the paired bootstrap test (unpaired when the systems did not answer the
     same contexts) and its Holm correction; also the :class:`~full_metric.comparison.Comparison`
     (``None`` without systems)."""
-    from ..comparison import PairingError, compare_systems, mean_interval, pair_items
+    from ..comparison import PairingError, compare_systems, mean_interval, pair_items, pairing_keys
 
     scores = [r["full"] for r in rows]
     low, high = mean_interval(scores)
-    table = [{"group": "all", "items": len(scores), "mean FULL": sum(scores) / len(scores), "CI low": low,
-              "CI high": high}]
+    table = [{"group": "all", "items": len(scores), "not scored": len(unscored_items(scores)),
+              "mean FULL": scored_mean(scores), "CI low": low, "CI high": high}]
     groups: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
+    numbers: dict[str, list[int]] = {}  # each system's rows by their row number in the batch, from 1
+    for number, row in enumerate(rows, start=1):
         if row.get("system") is not None:
             groups.setdefault(str(row["system"]), []).append(row)
+            numbers.setdefault(str(row["system"]), []).append(number)
     if len(groups) < 2:
         return table, None
     baseline = baseline if baseline in groups else next(iter(groups))
     try:
-        order = pair_items({n: [(tuple(r["context"]), r["response"] is None) for r in g] for n, g in groups.items()},
-                           baseline)
+        order = pair_items({n: pairing_keys(g) for n, g in groups.items()}, baseline)
         paired = True
     except PairingError:
         order, paired = {n: list(range(len(g))) for n, g in groups.items()}, False
     comparison = compare_systems({n: [g[k]["full"] for k in order[n]] for n, g in groups.items()},
-                                 baseline=baseline, paired=paired)
+                                 baseline=baseline, paired=paired,
+                                 item_names={n: [f"row {numbers[n][k]}" for k in order[n]] for n in groups})
     for s in comparison.systems:
-        table.append({"group": s.system, "items": s.n, "mean FULL": s.mean, "CI low": s.ci_low, "CI high": s.ci_high,
+        table.append({"group": s.system, "items": s.n, "not scored": len(comparison.left_out.get(s.system, [])),
+                      "mean FULL": s.mean, "CI low": s.ci_low, "CI high": s.ci_high,
                       "vs baseline": "baseline" if s.delta is None else f"{s.delta:+.3f}",
                       "p": s.p_value, "p (Holm)": s.p_value_holm,
                       "significant": "" if s.delta is None else ("yes" if comparison.significant(s) else "no"),

@@ -15,6 +15,7 @@ from ..files.dialog_files import DialogFileError, read_dialog_lines, read_follow
 from ..errors import UsageError, install_hint
 from ..follow_ups import NAMED_SETS
 from ..result import signature_differences
+from ..unscored import left_out
 from ..settings import LOAD_SETTINGS
 from ..research.commands import COMMANDS as RESEARCH_COMMANDS
 from ..version import __version__
@@ -130,7 +131,11 @@ def _score(args: argparse.Namespace) -> int:
     if done["world_size"] > 1:
         print(f"rank {done['rank']} of {done['world_size']}: scored {done['scored_here']} rows", file=sys.stderr)
     if done["mean"] is not None:
-        print(f"scored {done['items']} dialogs: mean FULL {done['mean']:.4f}", file=sys.stderr)
+        unscored = done["unscored"]
+        mean = "none (no dialog was scored)" if len(unscored) == done["items"] else f"{done['mean']:.4f}"
+        print(f"scored {done['items'] - len(unscored)} of {done['items']} dialogs: mean FULL {mean}", file=sys.stderr)
+        if unscored:
+            print(f"left out of the mean: {left_out(unscored, done['items'], 'rows')}", file=sys.stderr)
         print(done["signature"], file=sys.stderr)
     return 0
 
@@ -148,9 +153,11 @@ def _system_file(path: str) -> list[tuple[str, list[int], list[dict[str, Any]]]]
         first = numbers[scored.index(not scored[0])]
         raise DialogFileError(f"{path}, line {first}: some records have a 'full' score and some do not")
     if all(scored):
-        bad = next((n for n, r in lines if isinstance(r["full"], bool) or not isinstance(r["full"], (int, float))), None)
+        bad = next((n for n, r in lines if isinstance(r["full"], bool)
+                    or not (isinstance(r["full"], (int, float)) or (r["full"] is None and "unscored" in r))), None)
         if bad is not None:
-            raise DialogFileError(f"{path}, line {bad}: field 'full' is not a number")
+            raise DialogFileError(f"{path}, line {bad}: field 'full' is not a number (nor null with the field "
+                                  "'unscored' of an item not scored)")
     names = list(dict.fromkeys(r.get("system") for r in records))
     if len(names) > 1 and None not in names:  # one file, several systems: one group each
         return [(str(n), [k for k, r in zip(numbers, records) if r["system"] == n],
@@ -175,7 +182,7 @@ def _scored(path: str, records: list[dict[str, Any]], scorer: Any) -> tuple[list
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from ..comparison import PairingError, compare_systems, pair_items
+    from ..comparison import PairingError, compare_systems, pair_items, pairing_keys
 
     made: list[Any] = []
 
@@ -196,8 +203,7 @@ def _compare(args: argparse.Namespace) -> int:
         raise DialogFileError(f"--baseline {baseline!r} is not one of the systems {names}")
     order = None
     if not args.unpaired:
-        keys = {name: [(tuple(r["context"]), r.get("response") is None) for r in records]
-                for _, name, _, records in systems}
+        keys = {name: pairing_keys(records) for _, name, _, records in systems}
         try:
             order = pair_items(keys, baseline)
         except PairingError as error:
@@ -211,10 +217,12 @@ def _compare(args: argparse.Namespace) -> int:
         raise DialogFileError(f"the files were scored with different settings, their scores do not compare: {path} "
                               f"against {first_path}: {signature_differences(first, sig)}")
     scores = {name: [r["full"] for r in records] for _, name, records, _ in done}
+    lines = {name: [f"{Path(path).name} line {n}" for n in numbers] for path, name, numbers, _ in systems}
     if order is not None:
         scores = {name: [values[k] for k in order[name]] for name, values in scores.items()}
+        lines = {name: [values[k] for k in order[name]] for name, values in lines.items()}
     comparison = compare_systems(scores, baseline=baseline, method=args.method, resamples=args.resamples,
-                                 seed=args.seed, paired=not args.unpaired)
+                                 seed=args.seed, paired=not args.unpaired, item_names=lines)
     print(comparison.table())
     signature = signatures.pop()
     print(signature, file=sys.stderr)

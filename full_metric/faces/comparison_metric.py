@@ -13,6 +13,7 @@ from ..comparison import DEFAULT_SEED, compare_systems
 from ..errors import UsageError
 from .metric import CITATION, FullSettings
 from ..settings import describe
+from ..unscored import is_unscored, unscored_items
 
 _DESCRIPTION = """\
 Compares two dialog systems that answered the same contexts with FULL (Follow-Up Log-Likelihood):
@@ -117,12 +118,15 @@ class FULLComparison(FullSettings, evaluate.Comparison):
         both = self.scorer.score([*references, *references], [*predictions1, *predictions2], **options)
         n = len(predictions1)
         scores1, scores2 = both.scores[:n], both.scores[n:]
-        comparison = compare_systems({"1": scores1, "2": scores2}, method=method, resamples=resamples, seed=seed)
+        comparison = compare_systems({"predictions1": scores1, "predictions2": scores2}, method=method,
+                                     resamples=resamples, seed=seed)
         one, two = comparison.systems
         return {
             "full1": one.mean, "full2": two.mean, "difference": two.delta,
             "ci_low": two.delta_ci_low, "ci_high": two.delta_ci_high, "p_value": two.p_value,
             "full1_ci": [one.ci_low, one.ci_high], "full2_ci": [two.ci_low, two.ci_high],
             "scores1": scores1, "scores2": scores2,
+            "unscored1": unscored_items(scores1), "unscored2": unscored_items(scores2),
+            "pairs_left_out": sum(is_unscored(a) or is_unscored(b) for a, b in zip(scores1, scores2)),
             "method": method, "resamples": comparison.resamples, "seed": seed, "signature": both.signature,
         }

@@ -250,6 +250,7 @@ class FULL(FullSettings, evaluate.Metric):
         return {
             "full": result.mean,
             "scores": result.scores,
+            "unscored": result.unscored,
             "follow_up_log_likelihoods": result.follow_up_log_likelihoods,
             "follow_ups": list(result.follow_ups),
             "positive_follow_ups": list(result.positive_follow_ups),

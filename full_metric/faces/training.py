@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -31,6 +30,7 @@ from ..models import resolve_device
 from ..result import FullResult
 from ..scorer import FullScorer
 from ..turns import split_turns
+from ..unscored import is_unscored, left_out, unscored_items
 
 try:  # transformers is a dependency; the base class makes the callback a TrainerCallback
     from transformers import TrainerCallback
@@ -106,10 +106,14 @@ class LazyScorer:
 
 
 def summary(result: FullResult, prefix: str = "full") -> dict[str, Any]:
-    """A result as the numbers a trainer logs: mean, its 95% bootstrap interval, how many, signature."""
+    """A result as the numbers a trainer logs: the mean over the scored items, its 95% bootstrap interval,
+    how many items and how many of them were not scored (:mod:`full_metric.unscored`), the signature."""
     low, high = mean_interval(result.scores)
+    if result.unscored:
+        logger.warning("%s: %s", prefix, left_out(result.unscored, len(result), "predictions"))
     return {prefix: result.mean, f"{prefix}_ci_low": low, f"{prefix}_ci_high": high,
-            f"{prefix}_n": len(result.scores), f"{prefix}_signature": result.signature}
+            f"{prefix}_n": len(result.scores), f"{prefix}_unscored": len(result.unscored),
+            f"{prefix}_signature": result.signature}
 
 
 #: What the callback says when it has no trainer to log through (no ``report_to`` integration would
@@ -294,12 +298,26 @@ def full_reward(scorer: FullScorer | None = None, **settings: Any) -> Callable[.
                 raise UsageError(f"prompts[{i}] has no user turn: there is nothing for the completion to answer")
             contexts.append(turns)
             responses.append(_completion_response(completion, f"completions[{i}]"))
-        # a response too long for any context gets None, TRL's "no reward here" (never a number to gain)
-        return [None if math.isnan(v) else v for v in judge.get().score(contexts, responses).scores]
+        return unscored_reward(judge.get().score(contexts, responses).scores)
 
     reward.__name__ = "full"  # TRL logs each reward under its function's name
     reward.judge = judge  # type: ignore[attr-defined]
     return reward
+
+
+def unscored_reward(scores: Sequence[float]) -> list[float | None]:
+    """FULL's rewards of one call, an answer not scored (too long for any context: :mod:`full_metric.unscored`)
+    given the lowest reward of the scored answers of the same call, so that it never earns more than a scored
+    one, whatever the sign of FULL (positive follow-ups and ``balanced`` can make it negative; TRL sums the
+    reward functions and counts a ``None`` as nothing, i.e. 0). With no answer of the call scored, every one
+    gets ``None``: no reward to rank them by."""
+    scored = [s for s in scores if not is_unscored(s)]
+    if len(scored) < len(scores):
+        logger.warning("full_reward: %s; each gets the call's lowest reward (%s)",
+                       left_out(unscored_items(scores), len(scores), "completions"),
+                       f"{min(scored):.4f}" if scored else "none: no completion of this call was scored")
+    floor = min(scored) if scored else None
+    return [floor if is_unscored(s) else s for s in scores]
 
 
 def repetition_reward(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float]:

@@ -227,8 +227,12 @@ class _Handlers:
 
         table = pd.DataFrame(
             [{"system": r.get("system", ""), "context": " / ".join(r["context"])[-120:],
-              "response": r["response"] or "", "full": round(r["full"], 3)} for r in rows]
+              "response": r["response"] or "", "full": None if is_unscored(r["full"]) else round(r["full"], 3)}
+             for r in rows]
         )
+        unscored = [f"row {k + 1}" for k in unscored_items([r["full"] for r in rows])]
+        if unscored:
+            status += f"; {left_out(unscored, len(rows), 'rows')}, left out of the summary"
         summary_rows, comparison = summarize(rows, baseline_name)
         figure = None
         if comparison is not None:

@@ -35,6 +35,7 @@ from .dialog_files import (
 )
 from ..errors import install_hint
 from ..result import signature_differences
+from ..unscored import scored_mean, unscored_items
 from .distributed import Rank, balanced_shares, barrier, decided_by_rank_zero, setup
 
 logger = logging.getLogger(__name__)
@@ -192,8 +193,9 @@ def _append(part: Path, lines: list[str]) -> None:
         os.fsync(handle.fileno())
 
 
-def _merge(parts: Path, output: Path, items: int, chunk_size: int) -> float:
-    """Write the output in input order from the part files (atomically); returns the mean score."""
+def _merge(parts: Path, output: Path, items: int, chunk_size: int) -> tuple[float, list[int]]:
+    """Write the output in input order from the part files (atomically); returns the mean score over the
+    scored rows and the rows (0-based) not scored (:mod:`full_metric.unscored`)."""
     files = sorted(parts.glob("part-*.jsonl"))
     which, offsets = array("i", [-1]) * items, array("q", [0]) * items
     for f, part in enumerate(files):
@@ -208,7 +210,7 @@ def _merge(parts: Path, output: Path, items: int, chunk_size: int) -> float:
         raise RuntimeError(f"row {missing + 1} was scored by no rank; rerun with --resume")
     handles = [open(part, "rb") for part in files]
     temporary = output.with_name(output.name + ".tmp")
-    total = 0.0
+    scores: list[Any] = []
     try:
         with _writer(temporary) as write:
             batch = []
@@ -216,7 +218,7 @@ def _merge(parts: Path, output: Path, items: int, chunk_size: int) -> float:
                 handle = handles[which[i]]
                 handle.seek(offsets[i])
                 record = json.loads(handle.readline())["r"]
-                total += record["full"]
+                scores.append(record["full"])
                 batch.append(record)
                 if len(batch) == chunk_size:
                     write(batch)
@@ -228,7 +230,7 @@ def _merge(parts: Path, output: Path, items: int, chunk_size: int) -> float:
             handle.close()
     os.replace(temporary, output)
     shutil.rmtree(parts)
-    return total / items
+    return scored_mean(scores), unscored_items(scores)
 
 
 class _writer:
@@ -248,10 +250,15 @@ class _writer:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        table = pa.Table.from_pylist(records, schema=self.schema)
-        if self.handle is None:
-            self.schema = table.schema
+        if self.schema is None:  # the first chunk's columns, a score and the reason it is missing typed whatever it holds
+            schema = pa.Table.from_pylist(records).schema
+            fields = [pa.field(f.name, pa.float64() if f.name == "full" else pa.string() if f.name in ("unscored", "response")
+                               and pa.types.is_null(f.type) else f.type) for f in schema]
+            if "unscored" not in schema.names:
+                fields.insert(schema.names.index("full") + 1, pa.field("unscored", pa.string()))
+            self.schema = pa.schema(fields)
             self.handle = pq.ParquetWriter(self.path, self.schema)
+        table = pa.Table.from_pylist(records, schema=self.schema)
         self.handle.write_table(table)
 
     def __exit__(self, *exc: Any) -> None:
@@ -279,8 +286,9 @@ def score_corpus(
     """Score every row of ``source`` into ``output`` on this rank's share (see the module's text).
 
     ``make_scorer`` builds the :class:`~full_metric.scorer.FullScorer` (called once per rank, after
-    the input has been checked). Returns ``{"items", "scored_here", "mean", "signature"}`` (``mean``
-    on rank 0 only, else ``None``).
+    the input has been checked). Returns ``{"items", "scored_here", "mean", "unscored", "signature"}``
+    (``mean``, over the scored rows, and ``unscored``, the rows not scored counted from 1 in input order,
+    on rank 0 only; else ``None`` and ``[]``).
 
     Raises:
         DialogFileError: a bad row (before any model work), a bad output name, or ``resume`` with
@@ -298,7 +306,7 @@ def score_corpus(
     # rank 0 checks the folder (and may refuse it) and reads what is done; every rank hears its decision,
     # and splits the same remaining rows, before anyone writes
     done = decided_by_rank_zero(lambda: _prepare(output, source, run, resume), DialogFileError)
-    summary = {"items": checked.items, "scored_here": 0, "mean": None, "signature": signature, "rank": rank.rank,
+    summary = {"items": checked.items, "scored_here": 0, "mean": None, "unscored": [], "signature": signature, "rank": rank.rank,
                "world_size": rank.world_size}
     if done is None:  # --resume found the output already complete
         return summary
@@ -335,6 +343,6 @@ def score_corpus(
         if chunk:
             flush()
     barrier()
-    mean = _merge(parts, output, checked.items, chunk_size) if rank.main else None
+    mean, unscored = _merge(parts, output, checked.items, chunk_size) if rank.main else (None, [])
     barrier()
-    return {**summary, "scored_here": count, "mean": mean}
+    return {**summary, "scored_here": count, "mean": mean, "unscored": [i + 1 for i in unscored]}

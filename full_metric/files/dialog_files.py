@@ -17,6 +17,7 @@ from typing import IO, Any, Iterator, Sequence
 
 from ..errors import UsageError, install_hint
 from ..turns import split_turns
+from ..unscored import as_json_score
 
 #: The suffixes of the files :func:`iter_rows` reads (the app's uploads too: one list).
 ROW_SUFFIXES = (".jsonl", ".json", ".csv")
@@ -269,15 +270,12 @@ def check_row(
     context_column: str = "context", response_column: str = "response", csv_row: bool = False,
 ) -> tuple[list[str], str | None]:
     """The one check of a dialog row: its context (a list of turns, or a string with a turn per
-    line) and its response (a non-empty string; missing: dialog level, and then the context must
-    hold a turn). ``csv_row``: a row of a CSV file whose header has the context column, where an
+    line) and its response (a non-empty string; missing or null, as every face writes a dialog-level
+    row and as a Parquet column holds it: dialog level, and then the context must hold a turn). ``csv_row``: a row of a CSV file whose header has the context column, where an
     empty cell is a missing value (an empty context, no response). A known field's name misspelled
     is refused (:func:`_refuse_misspelled`)."""
-    if not csv_row:
-        for column in (context_column, response_column):
-            if column in row and row[column] is None:
-                raise error(f"{where}: field {column!r} is null; give it as a string"
-                            + (", or leave the field out to score the whole dialog" if column == response_column else ""))
+    if not csv_row and context_column in row and row[context_column] is None:
+        raise error(f"{where}: field {context_column!r} is null; give it as a list of turns or a string")
     response = row.get(response_column)
     if response is None:
         named = next((k for k in row if str(k).strip().lower() in RESPONSE_LIKE and row[k] not in (None, "")), None)
@@ -352,9 +350,10 @@ def read_dialog_lines(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
 
 def scored_records(rows: Sequence[dict[str, Any]], result: Any) -> list[dict[str, Any]]:
     """The one way a scored row is written (command line, corpus, app): the row's own fields, then
-    its score (``full``), its per-follow-up log-likelihoods and the signature."""
+    its score (``full``; ``null`` with the field ``unscored`` saying why for an item not scored:
+    :mod:`full_metric.unscored`), its per-follow-up log-likelihoods and the signature."""
     return [
-        {**row, "full": score, "follow_up_log_likelihoods": dict(zip(result.follow_ups, values)),
+        {**{k: v for k, v in row.items() if k != "unscored"}, **as_json_score(score), "follow_up_log_likelihoods": dict(zip(result.follow_ups, values)),
          "signature": result.signature}
         for row, score, values in zip(rows, result.scores, result.follow_up_log_likelihoods)
     ]

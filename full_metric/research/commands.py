@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from ..errors import UsageError
+from ..unscored import left_out
 from .adapt_options import BY_NAME as BY_OPTION, OPTIONS, mix_text
 
 #: The settings ``adapt`` takes (a judge is adapted for one model, preset and rendering).
@@ -217,6 +218,9 @@ def _correlate(args: argparse.Namespace, tools: Tools) -> int:
         ci = f"{r['spearman']:.3f} [{r['spearman_low']:.2f}, {r['spearman_high']:.2f}]"
         print(f"{r['level']:7} {r['aspect'][:26]:26} {r['signal'][:30]:30} {r['n']:>4}  {ci:24} "
               f"{r['pearson']:>8.3f} {r['kendall']:>8.3f}")
+    for level, result in results.items():
+        if result is not None and result.unscored:
+            print(f"{level} level, left out of every row: {left_out(result.unscored, len(result), 'items')}")
     signature = next(r.signature for r in results.values() if r is not None)
     print(signature, file=sys.stderr)
     if args.json_out:

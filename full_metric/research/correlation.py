@@ -9,6 +9,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import UsageError
+from ..unscored import REASON, is_unscored
 
 METHODS = ("spearman", "pearson", "kendall")
 
@@ -23,6 +24,8 @@ class Correlation:
     ci_low: float
     ci_high: float
     n: int
+    #: the pairs left out because the metric did not score the item (:mod:`full_metric.unscored`)
+    not_scored: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -57,13 +60,18 @@ def correlate(
     percentiles; resamples where a side is constant are left out.
 
     Raises:
-        ValueError: different lengths, fewer than 3 pairs, or a non-finite value.
+        ValueError: different lengths, fewer than 3 pairs scored, or a non-finite value other than
+            an item the metric did not score (NaN or ``None``: left out, counted in ``not_scored``).
     """
-    x, y = np.asarray(metric, dtype=float), np.asarray(human, dtype=float)
+    x = np.asarray([math.nan if is_unscored(v) else v for v in metric], dtype=float)
+    y = np.asarray(human, dtype=float)
     if x.shape != y.shape:
         raise UsageError(f"{len(x)} metric scores but {len(y)} human ratings")
+    scored = ~np.isnan(x)
+    x, y, not_scored = x[scored], y[scored], int((~scored).sum())
     if len(x) < 3:
-        raise UsageError(f"a correlation needs at least 3 pairs, got {len(x)}")
+        raise UsageError(f"a correlation needs at least 3 pairs, got {len(x)}"
+                         + (f" ({not_scored} left out, not scored: {REASON})" if not_scored else ""))
     if not (np.isfinite(x).all() and np.isfinite(y).all()):
         raise UsageError("metric scores and human ratings must be finite numbers")
     rng = np.random.default_rng(seed)
@@ -79,5 +87,5 @@ def correlate(
             boot.append(_statistic(method, bx, by)[0])
         tail = (1 - confidence) / 2 * 100
         low, high = (np.percentile(boot, [tail, 100 - tail]) if boot else (math.nan, math.nan))
-        out[method] = Correlation(method, value, p_value, float(low), float(high), len(x))
+        out[method] = Correlation(method, value, p_value, float(low), float(high), len(x), not_scored)
     return out

