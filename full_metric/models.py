@@ -172,14 +172,27 @@ def _file_digest(paths: list[Path]) -> str:
 ADAPTATION_FILE = "adaptation.json"
 
 
+#: A local folder's files that cannot change a score, left out of its digest: its card and licence, the
+#: adaptation record (identified by its own digest), generation settings (scoring generates nothing).
+NOT_SCORING = (ADAPTATION_FILE, "generation_config.json", "README.md", "LICENSE", ".gitattributes")
+
+
+def scoring_files(folder: Path) -> list[Path]:
+    """The files of a local model folder that can change a score: every file at its top level but
+    :data:`NOT_SCORING` and hidden ones (weights, ``config.json``, the tokenizer's files, a chat template
+    in ``chat_template.jinja`` ...), so that changing any of them changes the signature."""
+    return sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".") and p.name not in NOT_SCORING)
+
+
 def _revision(source: str, gguf_file: str | None) -> str:
-    """What identifies a local model's weights: its content digest (its weight files and
-    ``config.json``; a GGUF file alone), an adapted judge's with its adaptation's digest
-    (:func:`adapted_revision`). A Hub model's is the commit it was loaded at (:func:`hub_commit`)."""
+    """What identifies a local model: its content digest (:func:`scoring_files`: weights, configuration,
+    tokenizer and chat template; a GGUF file alone, which holds them all), an adapted judge's with its
+    adaptation's digest (:func:`adapted_revision`). A Hub model's is the commit it was loaded at
+    (:func:`hub_commit`)."""
     if gguf_file is not None:
         return _file_digest([Path(source) / gguf_file])
-    files = [p for p in Path(source).glob("*") if p.suffix in (".safetensors", ".bin", ".pt", ".gguf")]
-    digest = _file_digest(files + [Path(source) / "config.json"]) if files else "unknown"
+    weights = [p for p in Path(source).glob("*") if p.suffix in (".safetensors", ".bin", ".pt", ".gguf")]
+    digest = _file_digest(scoring_files(Path(source))) if weights else "unknown"
     record = Path(source) / ADAPTATION_FILE
     if record.is_file():
         try:

@@ -40,14 +40,17 @@ def test_paper_preset_on_tiny_blenderbot_matches_the_separate_reference(blenderb
 
 
 def test_the_signature_written_out(blenderbot):
-    """The model's digest is sha256 over its weights and config.json (hashlib here, not the code's helper)."""
+    """The model's digest is sha256 over every file that can change a score: its weights, config.json and
+    the tokenizer's files, in name order (hashlib here, not the code's helper; issue 62, 5)."""
     import hashlib
 
     folder = Path(__file__).resolve().parents[1] / "fixtures" / "tiny-blenderbot"
-    files = sorted([folder / "config.json", folder / "model.safetensors"])
-    assert "sha256:" + hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16] == "sha256:1569c86e468a011c"
+    names = ["config.json", "merges.txt", "model.safetensors", "special_tokens_map.json", "tokenizer.json",
+             "tokenizer_config.json", "vocab.json"]
+    files = [folder / n for n in names]
+    assert "sha256:" + hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()[:16] == "sha256:ed42f23953ceffcd"
     assert blenderbot.score(CONTEXTS[:1], RESPONSES[:1]).signature == (
-        "full:0.1.0|model:tiny-blenderbot@sha256:1569c86e468a011c|dtype:float32|engine:packed|render:blenderbot|"
+        "full:0.1.0|model:tiny-blenderbot@sha256:ed42f23953ceffcd|dtype:float32|engine:packed|render:blenderbot|"
         "trunc:left-128|turns:50|fu:paper-5-f55a6ff1|agg:sum|level:turn")
 
 

@@ -6,6 +6,7 @@ that is not a model folder. (Loading with no Hub, through a mirror or a proxy: t
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -42,3 +43,30 @@ def test_the_command_line_prints_one_line_and_exits_2(model, message, tmp_path, 
     assert main(["score", str(rows), "-o", str(tmp_path / "out.jsonl"), "--model", model]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and model in err
+
+
+def test_a_local_folders_identity_covers_every_file_that_can_change_a_score(tmp_path):
+    """Issue 62, 5: the chat template, the tokenizer's files, the weights and config.json each change the
+    revision (so the signature); the card, generation settings and a hidden file do not."""
+    import json as json_module
+    import shutil
+
+    from full_metric.models import _revision
+
+    folder = tmp_path / "model"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "tiny-blenderbot", folder)
+    first = _revision(str(folder), None)
+    seen = {first}
+    (folder / "chat_template.jinja").write_text("{{ messages }}", encoding="utf-8")  # a template added
+    seen.add(_revision(str(folder), None))
+    for name in ("chat_template.jinja", "tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt",
+                 "special_tokens_map.json", "config.json", "model.safetensors"):
+        with open(folder / name, "ab") as handle:
+            handle.write(b" ")
+        seen.add(_revision(str(folder), None))
+    assert len(seen) == 10  # each change a new identity
+    last = _revision(str(folder), None)
+    (folder / "README.md").write_text("a card", encoding="utf-8")
+    (folder / ".gitattributes").write_text("*", encoding="utf-8")
+    (folder / "generation_config.json").write_text(json_module.dumps({"max_length": 5}), encoding="utf-8")
+    assert _revision(str(folder), None) == last
