@@ -140,25 +140,28 @@ def hub_commit(source: str, revision: str | None, filename: str) -> tuple[str, b
     when ``None``), asked of the Hub by huggingface_hub itself (its offline mode, endpoint or mirror,
     proxies and metadata timeout ``HF_HUB_ETAG_TIMEOUT``): the metadata of ``filename`` (one request, no
     retries), then the file itself, whose snapshot folder is named by the commit. When the Hub cannot
-    answer (offline mode, no connection, a timeout, a refusing proxy): the commit of the copy in the
-    local cache, if there is one. Returns the commit and whether the Hub could not answer (then the
+    answer (offline mode, no connection, a timeout, a refusing proxy) or answers with an error (a 503, or
+    any other): the commit of the copy in the local cache, as huggingface_hub falls back to it; with
+    nothing cached, the Hub's own answer (or that it could not be reached). Returns the commit and whether the Hub could not answer (then the
     rest is read from the cache alone). Refused in one line naming the model. (``hf_hub_download``
     alone would retry an unanswered request five times over about 25 s before saying the same.)"""
     from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
+    answer: HfHubHTTPError | None = None
     try:
         get_hf_file_metadata(hf_hub_url(source, filename, revision=revision))
-    except HfHubHTTPError as error:  # the Hub answered: no such repository, revision or file, or no access
-        raise UsageError(unreachable_message(source, error)) from None
+    except HfHubHTTPError as error:  # the Hub answered with an error (503, 404, 401...): the cache, else its answer
+        local, answer = True, error
     except Exception:  # noqa: BLE001 - no answer from the Hub, whatever the HTTP library says: the cache alone
         local = True
     else:
         local = False
     try:  # fetched (which records what the revision names in the cache, for a later offline load) or cached
         path = Path(hf_hub_download(source, filename, revision=revision, local_files_only=local))
-    except LocalEntryNotFoundError as error:
-        raise UsageError(unreachable_message(source, error, unreachable=True)) from None
+    except LocalEntryNotFoundError as error:  # nothing cached: the Hub's own answer when it gave one
+        raise UsageError(unreachable_message(source, answer) if answer is not None
+                         else unreachable_message(source, error, unreachable=True)) from None
     except Exception as error:  # noqa: BLE001 - the Hub stopped answering between the two requests
         raise UsageError(unreachable_message(source, error)) from None
     return path.parents[len(Path(filename).parts) - 1].name, local
@@ -172,4 +175,7 @@ def unreachable_message(source: str, error: OSError, unreachable: bool = False) 
     if offline:
         return f"model {source!r} is not on this machine and the Hub cannot be reached: {OFFLINE_HINT}"
     first = f"{type(error).__name__}: {text.strip().splitlines()[0]}" if text.strip() else type(error).__name__
+    status = getattr(getattr(error, "response", None), "status_code", None)
+    if isinstance(status, int) and status >= 500:  # the Hub is failing, not the name: nothing cached to fall back on
+        return f"model {source!r} is not cached on this machine and the Hub answered with an error ({first}); try again later"
     return f"model {source!r} could not be loaded from the Hub ({first}); check its name, or {OFFLINE_HINT}"

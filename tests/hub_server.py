@@ -40,6 +40,8 @@ class _Handler(BaseHTTPRequestHandler):
         url = urlparse(self.path)
         path = unquote(url.path)
         self.server.requests.append((self.command, url.netloc or self.headers.get("Host", ""), path))
+        if self.server.failing is not None:  # the Hub down: every request answered with this status
+            return self._send(self.server.failing, b"Service Unavailable")
         if (found := RESOLVE.match(path)) is not None:
             repo, revision, name = found.groups()
             folder = self.server.repos.get(repo)
@@ -78,6 +80,8 @@ class Hub(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.repos = repos
         self.requests: list[tuple[str, str, str]] = []
+        #: a status (503...) every request is answered with, while set
+        self.failing: int | None = None
 
     @property
     def url(self) -> str:

@@ -93,3 +93,28 @@ def test_a_name_the_hub_does_not_know_is_one_line(tiny_blenderbot_path, tmp_path
         got = _load("someorg/no-such-model", tmp_path / "cache", HF_ENDPOINT=hub.url)
     assert got["error"].startswith("model 'someorg/no-such-model' could not be loaded from the Hub (")
     assert "\n" not in got["error"] and "check its name" in got["error"]
+
+
+def test_a_hub_that_answers_with_an_error_leaves_a_cached_model_loading(tiny_blenderbot_path, local, tmp_path):
+    """Issue 62, 2: a 503 (or any error answer) from the endpoint: a cached model loads from the cache at
+    its commit, as transformers and huggingface_hub do; with nothing cached, the Hub's real answer, not
+    a word about the model's name."""
+    with serving({MODEL: tiny_blenderbot_path}) as hub:
+        assert "error" not in _load(MODEL, tmp_path / "cache", HF_ENDPOINT=hub.url)  # cached once
+        for status in (503, 500, 404):
+            hub.failing = status
+            got = _load(MODEL, tmp_path / "cache", HF_ENDPOINT=hub.url)
+            assert got.get("scores") == local and f"|model:{MODEL}@{COMMIT}|" in got["signature"], (status, got)
+        hub.failing = 503
+        got = _load(MODEL, tmp_path / "empty", HF_ENDPOINT=hub.url)
+    assert "503" in got["error"] and "check its name" not in got["error"] and "\n" not in got["error"]
+
+
+def test_every_file_is_read_at_the_commit_the_branch_resolved_to(tiny_blenderbot_path, tmp_path):
+    """Issue 62, 6: asked for a branch, only the first file's lookup names the branch; every other file
+    request goes to the commit it resolved to (the model, the tokenizer: one snapshot)."""
+    with serving({MODEL: tiny_blenderbot_path}) as hub:
+        assert "error" not in _load(MODEL, tmp_path / "cache", "main", HF_ENDPOINT=hub.url)
+    files = [path.split("/resolve/", 1)[1].split("/", 1) for _, _, path in hub.requests if "/resolve/" in path]
+    assert {name for revision, name in files if revision != COMMIT} == {"config.json"}
+    assert {name for revision, name in files if revision == COMMIT} >= {"model.safetensors", "tokenizer_config.json"}
