@@ -231,29 +231,51 @@ class Renderer:
         whole turns and rendered again, so its opening (BOS, system header) stays. The
         ``reference`` rendering cuts the end instead, as the authors' package did.
 
-        A last turn (the response) that alone fills the budget, so that no context is read (or that
-        is itself longer than the budget), keeps its end, and the result says so (``context_read``).
+        Whether the model reads the context (``context_read``) is one rule for every rendering
+        (:meth:`reads_context`); the ``reference`` rendering, which cuts the end, always reads it.
         """
         if self.rendering == "chat_template":
             return self._encode_whole_turns(turns, max_tokens)
         encoded = encode_text(self.tokenizer, self.context_text(turns), max_tokens, True,
                               keep="start" if self.rendering == "reference" else "end")
         if encoded.dropped_tokens and self.rendering != "reference":
-            alone = encode_text(self.tokenizer, self.context_text(turns[-1:]), 1 << 30, True).context_ids
-            if len(alone) > max_tokens or (len(turns) > 1 and len(alone) >= max_tokens):
-                return EncodedDialog(encoded.context_ids, encoded.dropped_tokens, context_read=False)
+            return EncodedDialog(encoded.context_ids, encoded.dropped_tokens,
+                                 self.reads_context(turns, encoded.dropped_tokens))
         return encoded
 
-    def _encode_whole_turns(self, turns: Sequence[str], max_tokens: int) -> EncodedDialog:
-        def ids(kept: Sequence[str]) -> list[int]:
-            return list(self.tokenizer(self.context_text(kept), add_special_tokens=False, verbose=False)["input_ids"])
+    def reads_context(self, turns: Sequence[str], dropped: int) -> bool:
+        """The one rule of "was the context read", for a dialog whose first ``dropped`` tokens were cut: the
+        tokens kept hold some of a context turn's own text, not only the separator or speaker label after it
+        (a chat template, cut between whole turns: a context turn kept whole). A dialog of one turn has no
+        context: it is read when it was not cut. Where the tokenizer gives no character offsets (a slow
+        one), the kept tokens must outnumber the last turn's rendering with an empty turn before it."""
+        if len(turns) < 2:
+            return dropped == 0
+        text = self.context_text(turns)
+        end, start = 0, 0  # where the last context turn's text ends in the rendering
+        for turn in turns[:-1]:
+            start = text.find(turn, end) if turn else end
+            end = start + len(turn)
+        try:
+            offsets = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True,
+                                     verbose=False)["offset_mapping"]
+        except NotImplementedError:  # a slow tokenizer: by counting tokens, which counts markup as context
+            return len(self.ids(turns)) - dropped > len(self.ids(["", turns[-1]]))
+        return dropped < len(offsets) and offsets[dropped][0] < end
 
-        found = cut_whole_turns(ids, turns, max_tokens)
+    def ids(self, turns: Sequence[str]) -> list[int]:
+        """A dialog's whole rendering as token ids, uncut (the tokens :meth:`encode` keeps the end of)."""
+        if self.rendering == "chat_template":
+            return list(self.tokenizer(self.context_text(turns), add_special_tokens=False, verbose=False)["input_ids"])
+        return list(encode_text(self.tokenizer, self.context_text(turns), 1 << 62, True).context_ids)
+
+    def _encode_whole_turns(self, turns: Sequence[str], max_tokens: int) -> EncodedDialog:
+        found = cut_whole_turns(self.ids, turns, max_tokens)
         if found is None:  # not even the last turn fits: its end, and no context read
             cut = encode_text(self.tokenizer, self.context_text(turns), max_tokens, False)
             return EncodedDialog(cut.context_ids, cut.dropped_tokens, context_read=False)
-        # the last turn the only one kept of several: no whole context turn fits beside it
-        return EncodedDialog(tuple(found[0]), found[1], context_read=not found[2] == 1 < len(turns))
+        # the rule of reads_context, cut between whole turns: a context turn kept beside the last one
+        return EncodedDialog(tuple(found[0]), found[1], context_read=found[2] > 1 or len(turns) == 1)
 
 
 def encode_text(tokenizer: Any, text: str, max_tokens: int, add_special_tokens: bool, keep: str = "end") -> EncodedDialog:

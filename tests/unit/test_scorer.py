@@ -185,9 +185,10 @@ def test_the_training_score_says_it_reads_a_response_too_long_for_any_context_al
     assert "NaN" not in warned[0] and all(math.isfinite(v) for v in scores.tolist())
 
 
-def test_the_reward_pays_nothing_for_a_response_too_long_for_any_context(tiny_blenderbot_path):
-    """full_reward gives such a completion None (TRL: no reward from this function), never a score that
-    could beat a real reply; the others keep their scores."""
+def test_the_reward_pays_a_response_too_long_for_any_context_no_more_than_the_worst_scored(tiny_blenderbot_path):
+    """full_reward gives such a completion the call's lowest scored reward (issue 62, 0: a None counts as 0
+    in TRL's sum, which beats a negative FULL), never a score that could beat a real reply; the others keep
+    their scores."""
     from full_metric.training import full_reward
 
     scorer = FullScorer(str(tiny_blenderbot_path), progress=False)
@@ -195,4 +196,4 @@ def test_the_reward_pays_nothing_for_a_response_too_long_for_any_context(tiny_bl
     long = " ".join(["word"] * 20_000)
     got = reward(["Hi! How was your weekend?", "Do you cook?"], ["Great, I went hiking.", long])
     same = scorer.score([["Hi! How was your weekend?"], ["Do you cook?"]], ["Great, I went hiking.", long]).scores
-    assert got[1] is None and got[0] == same[0]  # the same batch, the same number
+    assert got[1] == got[0] == same[0]  # the same batch, the same number; the unscored one the lowest
