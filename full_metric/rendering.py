@@ -29,6 +29,7 @@ Renderings (``rendering=`` of :class:`~full_metric.FullScorer`):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -39,6 +40,8 @@ ENCODER_DECODER_RENDERINGS = ("blenderbot", "seq2seq", "reference")
 DECODER_ONLY_RENDERINGS = ("speaker", "chat_template", "plain", "eos")
 _BLENDERBOT_TYPES = ("blenderbot", "blenderbot-small", "blenderbot_small")
 _SENTINEL = "\x00FOLLOW-UP\x00"
+#: A word, for "was the context read" (:meth:`Renderer.reads_context`): letters or digits, any script.
+_WORD = re.compile(r"[^\W_]+")
 #: The user's turn put first when a strict chat template would otherwise see a conversation open
 #: with the assistant (an empty turn: it adds the template's markup and no words).
 USER_FIRST_PLACEHOLDER = ""
@@ -245,10 +248,11 @@ class Renderer:
 
     def reads_context(self, turns: Sequence[str], dropped: int) -> bool:
         """The one rule of "was the context read", for a dialog whose first ``dropped`` tokens were cut: the
-        tokens kept hold some of a context turn's own text, not only the separator or speaker label after it
-        (a chat template, cut between whole turns: a context turn kept whole). A dialog of one turn has no
-        context: it is read when it was not cut. Where the tokenizer gives no character offsets (a slow
-        one), the kept tokens must outnumber the last turn's rendering with an empty turn before it."""
+        tokens kept hold at least one whole word of a context turn, not only the separator or speaker label
+        after it, its closing punctuation or the end of a word cut in two (a chat template, cut between whole
+        turns: a context turn kept whole). A dialog of one turn has no context: it is read when it was not
+        cut. Where the tokenizer gives no character offsets (a slow one), the kept tokens must outnumber the
+        last turn's rendering with an empty turn before it."""
         if len(turns) < 2:
             return dropped == 0
         text = self.context_text(turns)
@@ -261,7 +265,12 @@ class Renderer:
                                      verbose=False)["offset_mapping"]
         except NotImplementedError:  # a slow tokenizer: by counting tokens, which counts markup as context
             return len(self.ids(turns)) - dropped > len(self.ids(["", turns[-1]]))
-        return dropped < len(offsets) and offsets[dropped][0] < end
+        if dropped >= len(offsets):
+            return False
+        first = offsets[dropped][0]
+        words = [m for m in _WORD.finditer(text, first, end) if m.start() > first or first == 0
+                 or not text[first - 1].isalnum()]  # the word the cut went through is not whole
+        return bool(words)
 
     def ids(self, turns: Sequence[str]) -> list[int]:
         """A dialog's whole rendering as token ids, uncut (the tokens :meth:`encode` keeps the end of)."""

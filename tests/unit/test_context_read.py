@@ -1,17 +1,20 @@
-"""Issue 62, 1: one rule of "was the context read" for every rendering. The oracle is not the rule: the model
-read the context exactly when the context changes what it reads. Three contexts whose last turns end in
-different words are cut, beside a response that alone renders to the budget, one and two tokens below it
-(and further), and ``context_read`` must say whether the kept tokens differ among them."""
+"""Issue 62, 1: one rule of "was the context read" for every rendering. The oracle is not the rule's code: the
+text the model reads, decoded, holds a whole word of the context (not its closing "?", a separator, or the end
+of a word cut in two); and then the context changes what the model reads. Three contexts whose last turns end
+in different words are cut beside a response that alone renders to the budget, one and two tokens below it
+(and further)."""
 
 from __future__ import annotations
 
 import importlib.util
+import re
 
 import pytest
 
 from full_metric.rendering import Renderer
 
-CONTEXTS = [["Hello there.", "I like apples"], ["Hello there.", "I like boats"], ["Hello there.", "I like chess"]]
+CONTEXTS = [["Hello there.", "I like apples?"], ["Hello there.", "I like boats?"], ["Hello there.", "I like chess?"]]
+WORDS = {"Hello", "there", "I", "like", "apples", "boats", "chess"}
 BUDGET = 48
 
 
@@ -46,8 +49,11 @@ def test_the_context_counts_as_read_exactly_when_it_changes_what_the_model_reads
         alone = len(renderer.ids([response]))
         seen.add(BUDGET - alone)
         encoded = [renderer.encode([*c, response], BUDGET) for c in CONTEXTS]
-        differs = len({e.context_ids for e in encoded}) > 1
-        assert {e.context_read for e in encoded} == {differs}, (below, alone, [e.context_ids[:4] for e in encoded])
+        for e in encoded:
+            text = renderer.tokenizer.decode(e.context_ids, skip_special_tokens=True)
+            assert e.context_read == bool(WORDS & set(re.findall(r"[^\W_]+", text))), (below, alone, text[:40])
+        if encoded[0].context_read:  # a whole word read: the contexts, which end in other words, are told apart
+            assert len({e.context_ids for e in encoded}) == 3
     assert {0, 1, 2} <= seen  # the exact fill, one and two tokens below it, each tried
 
 

@@ -143,10 +143,17 @@ def test_the_policy_prompt_and_the_judge_give_the_turns_to_the_same_speakers(tok
 
 @pytest.mark.parametrize("rendering, family", [("blenderbot", True), ("speaker", False), ("chat_template", False)])
 def test_a_response_that_exactly_fills_the_budget_is_flagged(tokenizer, rendering, family):
-    """The edge case: the response alone is exactly the budget, so no context token is read (flagged);
-    with room for a short context beside it, the context is read."""
+    """The edge case: the response alone is exactly the budget, so no context token is read (flagged); one
+    and two tokens more leave room for no more than the separator or speaker label (flagged: issue 62, 1);
+    the budget of the whole dialog reads it, one token less cuts the context's first token and still reads it."""
     renderer = Renderer(_with_template(tokenizer, SYSTEM_TEMPLATE), rendering, family)
     response = "I went hiking by the lake with my two brothers and our dog."
+    context = "Hi, how was your weekend?"
     exact = len(renderer.encode([response], 10_000).context_ids)
-    assert not renderer.encode(["Hi!", response], exact).context_read
-    assert renderer.encode(["Hi!", response], exact + 20).context_read
+    whole = len(renderer.encode([context, response], 10_000).context_ids)
+    for budget in (exact, exact + 1, exact + 2):
+        encoded = renderer.encode([context, response], budget)
+        assert not encoded.context_read and tokenizer.decode(encoded.context_ids).count("weekend") == 0
+    assert renderer.encode([context, response], whole).context_read
+    partial = renderer.encode([context, response], whole - 1)
+    assert partial.context_read == (rendering != "chat_template")  # a chat template keeps turns whole or not at all
