@@ -22,6 +22,7 @@ from ..comparison import clustered_mean_interval, mean_interval
 from ..errors import UsageError
 from ..scorer import FullScorer
 from .correlation import correlate
+from .probe import beats
 from .human_eval import score_items
 from ..files.rated_files import RatedData, RatedItem, read_rated
 from .systems import system_agreement
@@ -67,12 +68,12 @@ def context_spearman(scores: Sequence[float], ratings: Sequence[float]) -> float
 
 def generic_wins(reply_scores: Any, human_scores: Any, replies: Sequence[str], answers: Sequence[str | None]
                  ) -> np.ndarray:
-    """Whether each generic reply scores above each human answer (``reply_scores``: answers x replies; a
-    tie does not, nor does a reply that is the answer's own text: the same dialog, however differently
-    two calls batched it): the one count of generic wins. Its rows' means are each answer's share, its
+    """Whether each generic reply beats each human answer (``reply_scores``: answers x replies), by the probe's
+    tie rule (:func:`full_metric.research.probe.beats`): the one count of generic wins. Its rows' means are each answer's share, its
     columns' each reply's rate."""
-    same = np.asarray([[a == r for r in replies] for a in answers], dtype=bool).reshape(len(answers), len(replies))
-    return (np.asarray(reply_scores) > np.asarray(human_scores)[:, None]) & ~same
+    scores = np.asarray(reply_scores, dtype=float).reshape(len(answers), len(replies))
+    return np.asarray([[beats(s, h, r, a) for s, r in zip(row, replies)] for row, h, a in
+                       zip(scores, np.asarray(human_scores, dtype=float), answers)], dtype=bool).reshape(scores.shape)
 
 
 def item_key(item: RatedItem) -> str:

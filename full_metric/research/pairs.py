@@ -92,11 +92,23 @@ def make_pairs(dialogs: Sequence[Sequence[str]], rng: random.Random, mix: dict[s
     return pairs
 
 
+def other_index(count: int, i: int, rng: random.Random) -> int:
+    """Another dialog than the ``i``-th of ``count`` (at least two), drawn with ``rng``: the one draw of "a reply
+    from another conversation", for the training pairs and the gaming probe."""
+    j = rng.randrange(count - 1)
+    return j + (j >= i)
+
+
+def far_turns(turns: int, k: int) -> list[int]:
+    """The turns of a dialog of ``turns`` turns at least :data:`FAR` from its ``k``-th: the one rule of "the same
+    conversation, far", for the training pairs and the gaming probe."""
+    return [m for m in range(turns) if abs(m - k) >= FAR]
+
+
 def _other(dialogs: Sequence[Sequence[str]], i: int, rng: random.Random) -> str | None:
     if len(dialogs) < 2:
         return None
-    j = rng.randrange(len(dialogs) - 1)
-    return rng.choice(list(dialogs[j + (j >= i)]))
+    return rng.choice(list(dialogs[other_index(len(dialogs), i, rng)]))
 
 
 def _corrupt(kind: str, dialogs: Sequence[Sequence[str]], i: int, k: int, rng: random.Random) -> str | None:
@@ -106,7 +118,7 @@ def _corrupt(kind: str, dialogs: Sequence[Sequence[str]], i: int, k: int, rng: r
     if kind == "echo":
         return dialog[k - 1]
     if kind == "far":
-        far = [m for m in range(len(dialog)) if abs(m - k) >= FAR]
+        far = far_turns(len(dialog), k)
         return dialog[rng.choice(far)] if far else None
     if kind == "truncated":
         words = dialog[k].split()

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ..unscored import left_out, scored_mean, unscored_items
+from .pairs import FAR, far_turns, other_index
 
 logger = logging.getLogger(__name__)
 
@@ -27,8 +28,6 @@ PROBE_ANSWERS = (*FIXED_ANSWERS.values(), *MEASURED_OPENERS)
 MADE_ANSWERS = ("echo", "other conversation", "first word", "same topic", "assistant opener", "same conversation, far")
 #: Issue 37's probe: the answers its bar was read on (the rest came with issue 45).
 ISSUE_37_ANSWERS = (*FIXED_ANSWERS, *MADE_ANSWERS[:3])
-#: A far turn of the same conversation is at least this many turns from the human's turn (as in training).
-FAR = 3
 
 
 @dataclass(frozen=True)
@@ -76,8 +75,7 @@ def probe_answers(dialogs: Sequence[Sequence[str]], seed: int = 0, max_turns: in
     rng = random.Random(seed)
     others = []
     for i in range(len(humans)):
-        j = rng.randrange(len(humans) - 1)
-        others.append(humans[j + (j >= i)])
+        others.append(humans[other_index(len(humans), i, rng)])
     answers: dict[str, list[str | None]] = {name: [text] * len(humans) for name, text in FIXED_ANSWERS.items()}
     answers["echo"] = [c[-1] if c else "" for c in contexts]
     answers["other conversation"] = others
@@ -88,13 +86,20 @@ def probe_answers(dialogs: Sequence[Sequence[str]], seed: int = 0, max_turns: in
                                                            list(range(len(dialogs))))
     relevance = random.Random(seed + 1)  # its own generator: the answers above are drawn as before issue 45
     answers["assistant opener"] = [relevance.choice(MEASURED_OPENERS) for _ in humans]
-    far = [[m for m in range(len(d)) if abs(m - k) >= FAR] for d, k in zip(dialogs, cuts)]
+    far = [far_turns(len(d), k) for d, k in zip(dialogs, cuts)]
     answers["same conversation, far"] = [d[relevance.choice(f)] if f else None for d, f in zip(dialogs, far)]
     return contexts, humans, answers
 
 
 #: How the probe counts ties, written into its records: a record counted by another rule is not kept.
 TIES = "a tie is no win; an answer that is the human's turn itself is a tie"
+
+
+def beats(score: float, human_score: float, reply: str | None, human: str | None) -> bool:
+    """The one tie rule (:data:`TIES`), of the probe and of agreement's generic wins: a reply beats the human's
+    answer when it scores above it and is not that answer's own text (the same dialog, a tie, however
+    differently two calls batched it); a score not given (NaN) beats nothing."""
+    return bool(score > human_score) and reply != human
 
 
 def tie_rule(record: dict | None) -> str:
@@ -137,7 +142,7 @@ def gaming_probe(score: Callable[[Sequence[Sequence[str]], Sequence[str]], list[
             rows.append(ProbeRow(name, 0, 0, math.nan, math.nan, math.nan))
             continue
         scores = score([contexts[i] for i in kept], [made[i] for i in kept])  # type: ignore[misc]
-        wins = sum(s > human[i] and made[i] != humans[i] for s, i in zip(scores, kept))
+        wins = sum(beats(s, human[i], made[i], humans[i]) for s, i in zip(scores, kept))
         interval = binomtest(wins, len(kept)).proportion_ci(0.95, method="wilson")
         rows.append(ProbeRow(name, wins, len(kept), interval.low, interval.high, scored_mean(scores)))
     return rows

@@ -12,7 +12,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import UsageError
+from ..errors import UsageError, install_hint
 
 #: Queries compared with the index at a time (bounds the dense similarity block to this many rows).
 CHUNK = 256
@@ -33,8 +33,7 @@ class TopicIndex:
         try:
             from sklearn.feature_extraction.text import TfidfVectorizer
         except ImportError:
-            raise UsageError("same-topic replies need scikit-learn: pip install scikit-learn "
-                             "(in a checkout: pip install -e \".[adapt]\")") from None
+            raise UsageError(f"same-topic replies need scikit-learn: {install_hint('adapt', 'scikit-learn')}") from None
         keys, self.replies, owners = [], [], []
         for j, dialog in enumerate(dialogs):
             for m in range(len(dialog) - 1):

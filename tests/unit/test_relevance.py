@@ -103,7 +103,9 @@ def test_an_answer_that_is_the_human_turn_itself_ties_however_its_call_was_batch
     """A one-word human turn is its own first word, a turn that repeats the last one its own echo: the same
     dialog, a tie. A stand-in whose every call adds a little more (as two batchings of one dialog differ in
     their last bits) makes every other answer win, so the wins are exactly the answers that differ."""
-    dialogs = DIALOGS + [["Say something.", "Hey!"], ["Ahoy!", "Ahoy!"], ["Hello?", "Hi."]]
+    # dialogs of two turns, each cut at its second: the human turns and what ties, counted by hand (issue 62, 7)
+    dialogs = [["Say something.", "Hey!"], ["Ahoy!", "Ahoy!"], ["Hello?", "Hi there, friend."],
+               ["How are you?", "Fine, thanks."], ["Good day.", "Good day."]]
     calls = itertools.count()
 
     def drifting(contexts, responses):
@@ -111,11 +113,9 @@ def test_an_answer_that_is_the_human_turn_itself_ties_however_its_call_was_batch
         return [10.0 + offset for _ in responses]
 
     rows = {r.answer: r for r in gaming_probe(drifting, dialogs, seed)}
-    _, humans, answers = probe_answers(dialogs, seed)
-    for name in ("first word", "echo"):
-        differ = sum(a is not None and a != h for a, h in zip(answers[name], humans))
-        assert rows[name].wins == differ < rows[name].contexts == len(dialogs)
-    assert rows["Yes."].wins == rows["Yes."].contexts  # no human turn here says "Yes."
+    assert (rows["first word"].wins, rows["first word"].contexts) == (3, 5)  # "Hey!" and "Ahoy!" are their own
+    assert (rows["echo"].wins, rows["echo"].contexts) == (3, 5)  # "Ahoy!" and "Good day." repeat the last turn
+    assert (rows["Yes."].wins, rows["Yes."].contexts) == (5, 5)  # no human turn here says "Yes."
 
 
 def test_a_probe_record_says_how_it_counted_ties():
@@ -133,3 +133,19 @@ def test_a_probe_names_the_probes_its_rows_were_taken_from():
         "The rows of base, shipped are taken from `a.json` (the same judge signature, contexts and tie rule). "
         "The rows of x are taken from `b` (the same judge signature, contexts and tie rule).")
     assert taken_from({"judges": {"new": {}}}) == taken_from(None) == ""
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_other_dialog_and_far_turn_rules_are_one_for_pairs_and_probe(seed):
+    """Issue 62, 8: one draw of another dialog (never the dialog itself, each other one reachable) and one rule of
+    a far turn (at least FAR turns away), which the training pairs and the probe both call."""
+    import random
+
+    from full_metric.research import pairs, probe
+    from full_metric.research.pairs import far_turns, other_index
+
+    assert probe.far_turns is far_turns and probe.other_index is other_index and probe.FAR == pairs.FAR == 3
+    rng = random.Random(seed)
+    drawn = {other_index(4, 2, rng) for _ in range(200)}
+    assert drawn == {0, 1, 3}
+    assert far_turns(7, 3) == [0, 6] and far_turns(3, 1) == [] and far_turns(5, 0) == [3, 4]

@@ -112,3 +112,14 @@ def test_the_larger_base_is_needed_when_no_eligible_lever_meets_all_three_probe_
     assert choose_module.larger_base_needed(["b", "c"], probe, records)
     probe["judges"]["a"]["answers"]["Ok."]["beats_human"] = 0.06  # an answer of issue 37's probe above 5%
     assert choose_module.larger_base_needed(["a", "b"], probe, records)
+
+
+def test_a_tie_of_relevance_wins_with_the_shipped_judge_ships_nothing():
+    """Issue 62, 6: 'fewer relevance wins' is strict. Shipped: 22 + 30 + 40 + 2 = 94 relevance wins; a judge with
+    94 (20 + 32 + 40 + 2) does not ship, one with 93 (20 + 31 + 40 + 2) does (no issue-37 answer above the bound)."""
+    tie = _answers(other_conversation=0.20, same_topic=0.32, assistant_opener=0.40)
+    probe = {"judges": {"shipped": {"answers": SHIPPED}, "a": {"answers": tie}}}
+    result = choose_module.choose(["a"], [0], probe, {"a-s0": _record(2.9)})
+    assert result["levers"]["a"]["relevance_wins"] == 94 and not result["ships"]
+    probe["judges"]["a"]["answers"] = _answers(other_conversation=0.20, same_topic=0.31, assistant_opener=0.40)
+    assert choose_module.choose(["a"], [0], probe, {"a-s0": _record(2.9)})["ships"]
