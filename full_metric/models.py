@@ -319,6 +319,12 @@ def is_adapter(source: str) -> bool:
     return Path(source).is_dir() and (Path(source) / ADAPTER_CONFIG).is_file()
 
 
+def adapter_digest(folder: Path) -> str:
+    """An adapter's own identity: its weights (``adapter_model.*``) and its configuration (rank, scaling, the
+    layers it changes), the files that change what it adds to its base."""
+    return _file_digest([*folder.glob("adapter_model.*"), folder / ADAPTER_CONFIG])
+
+
 def _load_adapter(source: str, tokenizer: Any, torch_dtype: torch.dtype | None) -> LoadedModel:
     """An adapted judge from its adapter alone: the base model its ``adaptation.json`` names (a packaged
     model by its file name, else the adapter config's base), checked to be the very weights it was
@@ -344,8 +350,7 @@ def _load_adapter(source: str, tokenizer: Any, torch_dtype: torch.dtype | None) 
         raise UsageError(f"{folder.name} was trained on {base_name} {base_revision}, but {base.name} {base.revision} "
                          "was found: an adapter only means something on the weights it was trained on")
     model = PeftModel.from_pretrained(base.model, str(folder)).merge_and_unload()
-    adapter = _file_digest([*folder.glob("adapter_model.*"), folder / ADAPTER_CONFIG])
-    return LoadedModel(model, base.tokenizer, folder.name, adapted_revision(base.revision, digest, adapter))
+    return LoadedModel(model, base.tokenizer, folder.name, adapted_revision(base.revision, digest, adapter_digest(folder)))
 
 
 def _load_pretrained(

@@ -133,7 +133,8 @@ def _score(args: argparse.Namespace) -> int:
     if done["mean"] is not None:
         unscored = done["unscored"]
         mean = "none (no dialog was scored)" if len(unscored) == done["items"] else f"{done['mean']:.4f}"
-        print(f"scored {done['items'] - len(unscored)} of {done['items']} dialogs: mean FULL {mean}", file=sys.stderr)
+        count = f"{done['items'] - len(unscored)} of {done['items']}" if unscored else f"{done['items']}"
+        print(f"scored {count} dialogs: mean FULL {mean}", file=sys.stderr)
         if unscored:
             print(f"left out of the mean: {left_out(unscored, done['items'], 'rows')}", file=sys.stderr)
         print(done["signature"], file=sys.stderr)

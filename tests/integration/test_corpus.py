@@ -212,6 +212,42 @@ def test_killed_then_resumed_equals_an_uninterrupted_run(launcher, tiny_blenderb
     assert not (tmp_path / "resumed.jsonl.parts").exists()
 
 
+class _Counting:
+    """The scorer, counting the rows it is asked to score; it stops the run (an exception, as a kill would)
+    once it has scored ``stop_after`` rows."""
+
+    def __init__(self, scorer, stop_after: int | None = None):
+        self.scorer, self.stop_after, self.rows = scorer, stop_after, []
+
+    def score(self, contexts, responses=None, **options):
+        if self.stop_after is not None and len(self.rows) >= self.stop_after:
+            raise KeyboardInterrupt("stopped")
+        self.rows.extend(responses or contexts)
+        return self.scorer.score(contexts, responses, **options)
+
+    def __getattr__(self, name):
+        return getattr(self.scorer, name)
+
+
+def test_a_resumed_run_scores_only_the_rows_its_parts_lack(scorer, tmp_path):
+    """Issue 62, 6: the output dedupes, so a resume that scored every row again would look right; it must ask
+    the scorer for exactly the rows the parts folder lacks."""
+    from full_metric.files.corpus import Source, score_corpus
+
+    rows = _rows(60)
+    src = _write_jsonl(tmp_path / "in.jsonl", rows)
+    out = tmp_path / "out.jsonl"
+    first = _Counting(scorer, stop_after=24)
+    with pytest.raises(KeyboardInterrupt):
+        score_corpus(Source(str(src)), out, lambda: first, chunk_size=8, progress=False)
+    assert len(first.rows) == 24 and not out.exists()
+    again = _Counting(scorer)
+    done = score_corpus(Source(str(src)), out, lambda: again, resume=True, chunk_size=8, progress=False)
+    assert len(again.rows) == done["scored_here"] == 36
+    assert sorted(again.rows) == sorted(r["response"] for r in rows[24:])  # the rows lacking, each once
+    assert [g["id"] for g in _read(out)] == list(range(60))
+
+
 def _killed_run(tiny_blenderbot_path, tmp_path) -> tuple[list[str], Path, Path, dict[str, bytes]]:
     """A run of 300 rows killed after 16: its arguments, output, parts folder and the parts' bytes."""
     src = _write_jsonl(tmp_path / "in.jsonl", _rows(300))
@@ -456,7 +492,9 @@ def test_each_rank_takes_its_own_gpu_before_joining_the_group(monkeypatch):
     monkeypatch.setattr(torch.cuda, "set_device", lambda d: events.append(("set_device", d)))
     monkeypatch.setattr(dist, "is_initialized", lambda: False)
     monkeypatch.setattr(dist, "init_process_group", lambda backend, **k: events.append(("init", backend)))
-    distributed.setup(distributed.Rank(rank=5, world_size=8, local_rank=1, local_world_size=4))
+    # rank 6 of 8, the second process of its machine: its GPU is local_rank 1, not rank 6 % 4 = 2 (issue 62, 6)
+    distributed.setup(distributed.Rank(rank=6, world_size=8, local_rank=1, local_world_size=4))
     assert events == [("set_device", 1), ("init", "nccl")]
     monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setenv("RANK", "6")
     assert resolve_device("auto") == torch.device("cuda:1")

@@ -70,3 +70,20 @@ def test_a_local_folders_identity_covers_every_file_that_can_change_a_score(tmp_
     (folder / ".gitattributes").write_text("*", encoding="utf-8")
     (folder / "generation_config.json").write_text(json_module.dumps({"max_length": 5}), encoding="utf-8")
     assert _revision(str(folder), None) == last
+
+
+def test_an_adapters_digest_covers_its_weights_and_its_config(tmp_path):
+    """Issue 62, 6: a unit test of seconds for what a ten-minute adapt test caught: each of the adapter's files
+    changes its digest; its card does not."""
+    from full_metric.models import adapter_digest
+
+    (tmp_path / "adapter_config.json").write_text(json.dumps({"r": 8, "lora_alpha": 16}), encoding="utf-8")
+    (tmp_path / "adapter_model.safetensors").write_bytes(b"weights")
+    seen = {adapter_digest(tmp_path)}
+    (tmp_path / "adapter_config.json").write_text(json.dumps({"r": 8, "lora_alpha": 32}), encoding="utf-8")
+    seen.add(adapter_digest(tmp_path))
+    (tmp_path / "adapter_model.safetensors").write_bytes(b"weights2")
+    seen.add(adapter_digest(tmp_path))
+    (tmp_path / "README.md").write_text("a card", encoding="utf-8")
+    seen.add(adapter_digest(tmp_path))
+    assert len(seen) == 3

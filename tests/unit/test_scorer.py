@@ -105,6 +105,7 @@ def test_resolve_device_picks_the_ranks_own_gpu(monkeypatch):
     monkeypatch.delenv("LOCAL_RANK", raising=False)
     assert resolve_device(None) == torch.device("cuda")
     monkeypatch.setenv("LOCAL_RANK", "3")
+    monkeypatch.setenv("RANK", "4")  # the global rank would give cuda:0: the local one is the process's GPU
     assert resolve_device("auto") == torch.device("cuda:1")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)

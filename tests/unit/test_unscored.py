@@ -116,3 +116,11 @@ def test_the_probe_leaves_out_a_context_whose_human_turn_is_unscored(caplog):
         rows = gaming_probe(score, dialogs)
     assert all(r.contexts <= 7 for r in rows) and next(r for r in rows if r.answer == "Yes.").contexts == 7
     assert any("1 of 8 human turns not scored" in r.getMessage() for r in caplog.records)
+
+
+def test_an_unscored_items_category_scores_are_not_numbers(scorer):
+    """Issue 62, 6: with all 63 follow-ups, the fine-grained category scores of an item not scored are NaN too."""
+    result = scorer.score([["Hi!"], ["Hi!"]], ["Fine.", LONG], follow_ups="all")
+    assert result.category_scores and result.unscored == [1]
+    for name, values in result.category_scores.items():
+        assert not math.isnan(values[0]) and math.isnan(values[1]), name
