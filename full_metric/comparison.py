@@ -145,8 +145,9 @@ def _percentiles(values: np.ndarray, confidence: float) -> tuple[float, float]:
 def _as_scores(name: str, values: Any) -> np.ndarray:
     scores = getattr(values, "scores", values)  # a FullResult or a sequence of numbers
     values = list(scores)
-    if any(isinstance(v, bool) or not (v is None or isinstance(v, (int, float, np.number))) for v in values):
-        bad = next(i for i, v in enumerate(values) if isinstance(v, bool) or not (v is None or isinstance(v, (int, float, np.number))))
+    bad = next((i for i, v in enumerate(values)
+                if isinstance(v, bool) or not (v is None or isinstance(v, (int, float, np.number)))), None)
+    if bad is not None:
         raise UsageError(f"system {name!r}: item {bad} is not a number ({values[bad]!r})")
     array = np.asarray([np.nan if is_unscored(v) else v for v in values], dtype=float)
     if array.ndim != 1 or len(array) == 0:

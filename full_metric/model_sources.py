@@ -142,8 +142,8 @@ def hub_commit(source: str, revision: str | None, filename: str) -> tuple[str, b
     retries), then the file itself, whose snapshot folder is named by the commit. When the Hub cannot
     answer (offline mode, no connection, a timeout, a refusing proxy) or answers with an error (a 503, or
     any other): the commit of the copy in the local cache, as huggingface_hub falls back to it; with
-    nothing cached, the Hub's own answer (or that it could not be reached). Returns the commit and whether the Hub could not answer (then the
-    rest is read from the cache alone). Refused in one line naming the model. (``hf_hub_download``
+    nothing cached, the Hub's own answer (or that it could not be reached). Returns the commit and whether
+    the Hub could not answer (then the rest is read from the cache alone). Refused in one line naming the model. (``hf_hub_download``
     alone would retry an unanswered request five times over about 25 s before saying the same.)"""
     from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
@@ -177,5 +177,6 @@ def unreachable_message(source: str, error: OSError, unreachable: bool = False) 
     first = f"{type(error).__name__}: {text.strip().splitlines()[0]}" if text.strip() else type(error).__name__
     status = getattr(getattr(error, "response", None), "status_code", None)
     if isinstance(status, int) and status >= 500:  # the Hub is failing, not the name: nothing cached to fall back on
-        return f"model {source!r} is not cached on this machine and the Hub answered with an error ({first}); try again later"
+        return (f"model {source!r} is not cached on this machine and the Hub answered with an error ({first}); "
+                "try again later")
     return f"model {source!r} could not be loaded from the Hub ({first}); check its name, or {OFFLINE_HINT}"

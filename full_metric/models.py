@@ -181,7 +181,8 @@ def scoring_files(folder: Path) -> list[Path]:
     """The files of a local model folder that can change a score: every file at its top level but
     :data:`NOT_SCORING` and hidden ones (weights, ``config.json``, the tokenizer's files, a chat template
     in ``chat_template.jinja`` ...), so that changing any of them changes the signature."""
-    return sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".") and p.name not in NOT_SCORING)
+    return sorted(p for p in folder.iterdir()
+                  if p.is_file() and not p.name.startswith(".") and p.name not in NOT_SCORING)
 
 
 def _revision(source: str, gguf_file: str | None) -> str:
@@ -350,7 +351,8 @@ def _load_adapter(source: str, tokenizer: Any, torch_dtype: torch.dtype | None) 
         raise UsageError(f"{folder.name} was trained on {base_name} {base_revision}, but {base.name} {base.revision} "
                          "was found: an adapter only means something on the weights it was trained on")
     model = PeftModel.from_pretrained(base.model, str(folder)).merge_and_unload()
-    return LoadedModel(model, base.tokenizer, folder.name, adapted_revision(base.revision, digest, adapter_digest(folder)))
+    revision = adapted_revision(base.revision, digest, adapter_digest(folder))
+    return LoadedModel(model, base.tokenizer, folder.name, revision)
 
 
 def _load_pretrained(
