@@ -13,6 +13,7 @@ from them. ``tests/unit/test_settings.py`` fails when a setting is missing from 
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -195,12 +196,20 @@ LOAD_SETTINGS = tuple(s for s in SETTINGS if s.at_load)
 CALL_OPTIONS = tuple(s for s in SETTINGS if s.per_call)
 
 
+def refuse_unknown(given: Any, names: Sequence[str], where: str) -> None:
+    """Refuse the first of the ``given`` names that is not one of ``names``, with the nearest known one when a
+    name looks like a misspelling of it (``where``: what takes them, "option" or "load setting")."""
+    unknown = sorted(set(given) - set(names))
+    if unknown:
+        near = difflib.get_close_matches(unknown[0], names, n=1, cutoff=0.7)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        raise UsageTypeError(f"unknown {where} {unknown[0]!r}{hint} ({where}s are {list(names)})")
+
+
 def check_known(values: Mapping[str, Any], allowed: Sequence[Setting], where: str) -> None:
     """Refuse a name that is not one of ``allowed`` (``where``: what takes them), then check each value."""
     names = [s.name for s in allowed]
-    unknown = sorted(set(values) - set(names))
-    if unknown:
-        raise UsageTypeError(f"unknown {where} {unknown[0]!r}; {where}s are {names}")
+    refuse_unknown(values, names, where)
     for name, value in values.items():
         BY_NAME[name].check(value)
 

@@ -18,7 +18,7 @@ from ..errors import UsageError, UsageTypeError
 from ..inputs import check_dialogs, strip_speakers
 from ..models import LoadedModel, load_model, resolve_device, resolve_dtype
 from ..scorer import FullScorer
-from ..settings import CALL_OPTIONS, LOAD_SETTINGS, check_known, check_settings, describe
+from ..settings import CALL_OPTIONS, LOAD_SETTINGS, check_known, check_settings, describe, refuse_unknown
 from ..turns import split_turns
 from ..version import __version__
 
@@ -109,12 +109,19 @@ def _as_turns(value: Any) -> Any:
     return split_turns(value) if isinstance(value, str) else value
 
 
+#: The keywords evaluate's own module takes (cache_dir, num_process, experiment_id...), passed on to it.
+EVALUATE_KEYWORDS = tuple(name for name, p in inspect.signature(evaluate.EvaluationModule.__init__).parameters.items()
+                          if name not in ("self", "config_name") and p.kind is not inspect.Parameter.VAR_KEYWORD)
+
+
 class FullSettings:
     """What FULL's evaluate modules share: every setting as a keyword of ``evaluate.load``, checked
     before any model work, and the scorer built on first use around the process-wide model cache."""
 
     def __init__(self, config_name: str | None = None, **kwargs: Any):
         settings = {s.name: kwargs.pop(s.keyword, None) for s in LOAD_SETTINGS}
+        # evaluate's base class would swallow a misspelled setting: what is left must be one of its own keywords
+        refuse_unknown(kwargs, [*EVALUATE_KEYWORDS, *(s.keyword for s in LOAD_SETTINGS)], "load setting")
         super().__init__(config_name=config_name, **kwargs)  # type: ignore[call-arg]
         settings["model"] = check_settings(settings)["model"]  # the preset's model where none is given
         self._model_settings = {s.name: settings[s.name] for s in LOAD_SETTINGS if s.loads_model}

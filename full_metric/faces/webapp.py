@@ -23,6 +23,7 @@ from ..follow_ups import PAPER_FIVE
 from ..presets import fitting_presets
 from ..scorer import FullScorer
 from ..settings import LOAD_SETTINGS
+from ..unscored import is_unscored, left_out, unscored_items
 from .app_data import (
     FOLLOW_UP_CHOICES, LIMIT_SETTINGS, PRESET_CHOICE, InputError, Limits, TemporaryFiles, check_scorable,
     choose_settings, parse_candidates, parse_dialog, rank, score_in_chunks, summarize, systems_in, upload_lines,

@@ -30,7 +30,8 @@ from typing import Any, Callable, Iterator
 from tqdm.auto import tqdm
 
 from .dialog_files import (
-    HUB_PREFIX, SOURCE_SUFFIXES, DialogFileError, suffix_list, OneLevel, check_row, open_rows, refuse_overwriting_input,
+    HUB_PREFIX, SOURCE_SUFFIXES, DialogFileError, OneLevel, check_input_file, check_row, open_rows,
+    refuse_overwriting_input,
     scored_records,
 )
 from ..errors import install_hint
@@ -62,10 +63,7 @@ class Source:
         if (self.path is None) == (self.dataset is None):
             raise DialogFileError("give an input file or --dataset NAME (one of them)")
         if self.path is not None:
-            if Path(self.path).suffix.lower() not in SOURCE_SUFFIXES:
-                raise DialogFileError(f"{self.path}: expected a {suffix_list(SOURCE_SUFFIXES)} file")
-            if not Path(self.path).is_file():
-                raise DialogFileError(f"{self.path}: no such file")
+            check_input_file(self.path, SOURCE_SUFFIXES)
 
     @property
     def name(self) -> str:

@@ -171,12 +171,25 @@ def table_rows(
     return list(iter_rows(io.StringIO(text, newline=""), suffix, error, where, lenient=lenient, required=required))
 
 
+def check_input_file(path: str | Path, suffixes: Sequence[str], error: type[ValueError] = DialogFileError) -> None:
+    """The one check of an input file every command makes before reading it: a known suffix, and a file that
+    exists (not a folder), each refused in one line naming the path."""
+    path = Path(path)
+    if path.is_dir():
+        raise error(f"{path}: a folder, not a file; give the file of dialogs inside it")
+    if path.suffix.lower() not in suffixes:
+        raise error(f"{path}: expected a {suffix_list(suffixes)} file")
+    if not path.is_file():
+        raise error(f"{path}: no such file")
+
+
 def read_rows(path: str | Path, **options: Any) -> Iterator[tuple[int, dict[str, Any] | ValueError]]:
     """:func:`iter_rows` of a file, streamed (``options``: those of :func:`iter_rows`); errors name the file.
     The file is decoded a line at a time (:class:`_DecodedLines`), so that a byte that is not UTF-8 is
     named at its own line (a text stream decodes 8 KB chunks and fails at the line a chunk starts on)."""
     path = Path(path)
     error = options.get("error", DialogFileError)
+    check_input_file(path, ROW_SUFFIXES, error)
     with open(path, "rb") as handle:
         yield from iter_rows(_DecodedLines(handle, error, f"{path}, "), path.suffix, where=f"{path}, ", **options)
 

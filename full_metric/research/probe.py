@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ..unscored import left_out, scored_mean, unscored_items
-from .pairs import FAR, far_turns, other_index
+from .pairs import FAR, far_turns, other_index  # noqa: F401 - FAR: the probe's far answers are drawn by it
 
 logger = logging.getLogger(__name__)
 

@@ -213,6 +213,18 @@ def test_bad_settings():
         full_metric.FULL(aggregation="max")
     with pytest.raises(ValueError, match="unknown preset"):
         full_metric.FULL(preset="best")
+    # issue 62, 9: a misspelled load setting is refused as a misspelled compute option is, never dropped
+    with pytest.raises(TypeError, match="unknown load setting 'batchsize'; did you mean 'batch_size'"):
+        full_metric.FULL(model="smollm2-gguf", batchsize=4)
+    with pytest.raises(TypeError, match="unknown option 'folow_ups'; did you mean 'follow_ups'"):
+        full_metric.FULL.check_call_options({"folow_ups": ["Hm."]})
+
+
+def test_a_misspelled_setting_is_refused_through_evaluate_load(tiny_blenderbot_path):
+    with pytest.raises(TypeError, match="unknown load setting 'batchsize'; did you mean 'batch_size'"):
+        evaluate.load(str(REPO / "full.py"), model=str(tiny_blenderbot_path), batchsize=4)
+    full = evaluate.load(str(REPO / "full.py"), model=str(tiny_blenderbot_path), progress=False, keep_in_memory=True)
+    assert full.compute(predictions=["Fine."], references=[["Hi!"]])["unscored"] == []  # evaluate's own keywords pass
 
 
 _WORKER = """

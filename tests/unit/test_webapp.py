@@ -271,3 +271,27 @@ def test_a_response_that_leaves_no_room_for_the_dialog_is_refused_in_both_text_t
         handlers.score_turn("Hi! How was your weekend?", f"Great, I went hiking.\n{long}", "", PRESET_CHOICE)
     with pytest.raises(gr.Error, match="the last turn leaves the model no room"):
         handlers.score_dialog(f"Hi! How was your weekend?\n{long}")
+
+
+def test_a_batch_with_an_unscored_row_shows_its_table_summary_and_download(tiny_blenderbot_path, monkeypatch, tmp_path):
+    """Issue 62, 0: one row too long for any context loses nothing else: the table (its score empty), the summary
+    over the scored rows of each system (the pair it belongs to left out and counted), the download that reads
+    back, and a status that names the row."""
+    from full_metric.faces.webapp import PRESET_CHOICE, _Handlers, scorer_from_env
+
+    monkeypatch.setenv("FULL_MODEL", str(tiny_blenderbot_path))
+    handlers = _Handlers(scorer_from_env(), Limits(characters=500_000))
+    options = (handlers.scorer.preset, PRESET_CHOICE, "", "", PRESET_CHOICE)
+    long = " ".join(f"word{i}" for i in range(400))
+    rows = [{"context": [f"Hi {k}!"], "response": long if (s, k) == ("b", 1) else f"Fine {s}{k}.", "system": s}
+            for s in ("a", "b") for k in range(4)]
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    *_, last = handlers.score_file(str(path), None, *options, progress=lambda *a, **k: None)
+    table, summary, _, download, _, status = last
+    assert table["full"].isna().tolist() == [False] * 5 + [True] + [False] * 2
+    assert "1 of 8 rows not scored (row 6)" in status
+    by_group = {r["group"]: r for r in summary.to_dict("records")}
+    assert by_group["all"]["not scored"] == 1 and by_group["b"]["not scored"] == 1 and by_group["b"]["items"] == 3
+    scored = [json.loads(line)["full"] for line in open(download, encoding="utf-8")]
+    assert scored[5] is None and by_group["all"]["mean FULL"] == pytest.approx(sum(scored[:5] + scored[6:]) / 7, abs=1e-4)
