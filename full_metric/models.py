@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import functools
 import gc
 import hashlib
 import json
@@ -10,9 +11,10 @@ import logging
 import os
 import threading
 import weakref
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 
@@ -242,6 +244,34 @@ def model_label(source: str, gguf_file: str | None = None) -> str:
     if gguf_file is not None:
         return gguf_file if local else f"{source}/{gguf_file}"
     return Path(source).name if local else source
+
+
+@contextmanager
+def loading_bars(show: bool) -> Iterator[None]:
+    """Within the block, transformers' own progress bars of a load (its weight loading, and a GGUF file's
+    de-quantizing, which calls tqdm directly) are shown only when ``show``: ``progress=False`` and
+    ``--no-progress`` mean no bar at all."""
+    if show:
+        yield
+        return
+    from transformers.utils import logging as hf_logging
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        import transformers.modeling_gguf_pytorch_utils as gguf_utils
+    except ImportError:  # (this transformers has no GGUF loading: no bar of it to hide)
+        gguf_utils = None
+    original = getattr(gguf_utils, "tqdm", None)
+    if original is not None:
+        gguf_utils.tqdm = functools.partial(original, disable=True)
+    try:
+        yield
+    finally:
+        if original is not None:
+            gguf_utils.tqdm = original
+        if was_enabled:
+            hf_logging.enable_progress_bar()
 
 
 def load_model(

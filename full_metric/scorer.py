@@ -15,7 +15,7 @@ from .fine_grained import category_scores
 from .inputs import check_dialogs, strip_speakers
 from .batching import score_in_batches
 from .loglik import LogLik
-from .models import attention_window, load_model, model_lock
+from .models import attention_window, load_model, loading_bars, model_lock
 from .presets import PRESETS, preset_fits, preset_runs
 from .rendering import EncodedDialog, Renderer, default_rendering
 from .result import FullResult, make_signature
@@ -101,10 +101,11 @@ class FullScorer:
         self.max_turns: int = checked["max_turns"]
         self.progress: bool = checked["progress"]
         self.strip_speaker_prefixes: bool = checked["strip_speaker_prefixes"]
-        self.loaded = load_model(
-            checked["model"] if model is None else model, tokenizer=tokenizer, gguf_file=gguf_file, device=device,
-            dtype=dtype, revision=revision,
-        )
+        with loading_bars(self.progress):
+            self.loaded = load_model(
+                checked["model"] if model is None else model, tokenizer=tokenizer, gguf_file=gguf_file, device=device,
+                dtype=dtype, revision=revision,
+            )
         refused = refusal(self.model, self.loaded.name)
         if refused:
             raise UsageError(refused)

@@ -75,7 +75,10 @@ class InputError(UsageError):
 # -- parsing and limits ---------------------------------------------------------------------
 def parse_dialog(text: str, limits: Limits = LIMITS, name: str = "dialog") -> list[str]:
     """A text box with one turn per line, blank lines left out (speaker labels such as ``User:``
-    are the scorer's to remove: the app's scorer strips them unless ``FULL_STRIP_SPEAKER_PREFIXES=0``)."""
+    are the scorer's to remove: the app's scorer strips them unless ``FULL_STRIP_SPEAKER_PREFIXES=0``). What is
+    not text (``None`` through the named API) is refused by name, as an empty box is."""
+    if not isinstance(text, str):
+        raise InputError(f"the {name} must be text, one turn per line; got {type(text).__name__}")
     if len(text) > limits.characters:
         raise InputError(f"the {name} has {len(text)} characters; the limit is {limits.characters}")
     turns = [t.strip() for t in split_turns(text) if t.strip()]

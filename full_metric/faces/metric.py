@@ -16,7 +16,7 @@ import evaluate
 
 from ..errors import UsageError, UsageTypeError
 from ..inputs import check_dialogs, strip_speakers
-from ..models import LoadedModel, load_model, resolve_device, resolve_dtype
+from ..models import LoadedModel, load_model, loading_bars, resolve_device, resolve_dtype
 from ..scorer import FullScorer
 from ..settings import CALL_OPTIONS, LOAD_SETTINGS, check_known, check_settings, describe, refuse_unknown
 from ..turns import split_turns
@@ -145,7 +145,8 @@ class FullSettings:
         """The scorer, built on first use around the shared loaded model."""
         if self._scorer is None:
             settings = dict(self._model_settings)
-            loaded = _shared_model(settings.pop("model"), **settings)
+            with loading_bars(self._scorer_settings.get("progress") is not False):
+                loaded = _shared_model(settings.pop("model"), **settings)
             self._scorer = FullScorer(loaded, **self._scorer_settings)
         return self._scorer
 

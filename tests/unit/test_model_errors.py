@@ -87,3 +87,21 @@ def test_an_adapters_digest_covers_its_weights_and_its_config(tmp_path):
     (tmp_path / "README.md").write_text("a card", encoding="utf-8")
     seen.add(adapter_digest(tmp_path))
     assert len(seen) == 3
+
+
+def test_no_progress_means_no_loading_bar_of_transformers(tiny_blenderbot_path, capfd):
+    """Issue 62, 9: progress=False (--no-progress) hides transformers' weight-loading bar and a GGUF file's
+    de-quantizing bar too; progress=True shows them; either way the bars are as they were afterwards."""
+    import transformers.modeling_gguf_pytorch_utils as gguf_utils
+    from transformers.utils import logging as hf_logging
+
+    from full_metric.models import loading_bars
+
+    FullScorer(str(tiny_blenderbot_path), progress=False)
+    assert "Loading weights" not in capfd.readouterr().err
+    FullScorer(str(tiny_blenderbot_path), progress=True)
+    assert "Loading weights" in capfd.readouterr().err
+    original = gguf_utils.tqdm
+    with loading_bars(False):
+        assert gguf_utils.tqdm([1, 2]).disable and not hf_logging.is_progress_bar_enabled()
+    assert gguf_utils.tqdm is original and hf_logging.is_progress_bar_enabled()

@@ -25,6 +25,11 @@ def test_parse_dialog_and_limits():
         parse_candidates("\n \n")
     with pytest.raises(InputError, match="3 candidates; the limit is 2"):
         parse_candidates("a\nb\nc", SMALL)
+    # issue 62, 9: None through the named API is named, as an empty box is (not Gradio's opaque error)
+    with pytest.raises(InputError, match="the dialog must be text, one turn per line; got NoneType"):
+        parse_dialog(None)
+    with pytest.raises(InputError, match="the candidate list must be text"):
+        parse_candidates(None)
 
 
 def test_follow_up_choice():
