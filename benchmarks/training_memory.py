@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes.util
-import hashlib
 import json
 import os
 import statistics
@@ -51,6 +50,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import PeakRSS, floor_flops, matmul_rate  # noqa: E402
+from full_metric.research.optimise import weights_digest  # noqa: E402
 from corpus_scaling import smollm2_folder, tiny_model_with_smollm2_tokenizer, SMOLLM2_FILE  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
@@ -140,15 +140,6 @@ def measure(model_name: str, steps: int, mode: str, rate: float, gguf: str | Non
     return {"model": model_name, "mode": mode, "steps": len(batches), "dtype": str(dtype or torch.float32),
             "threads": torch.get_num_threads(), "rss_before_mib": start_rss, "samples": run.samples,
             "floor_s": [f / rate for f in flops], "matmul_gflops": rate / 1e9, "weights": weights_digest(judge)}
-
-
-def weights_digest(model: Any) -> str:
-    """SHA-256 of the trainable weights' bytes, in name order: equal only for the very same weights."""
-    digest = hashlib.sha256()
-    for name, weight in sorted(model.named_parameters()):
-        if weight.requires_grad:
-            digest.update(name.encode() + weight.detach().float().contiguous().numpy().tobytes())
-    return digest.hexdigest()[:16]
 
 
 def slope(rss: list[float]) -> float:

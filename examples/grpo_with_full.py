@@ -30,6 +30,8 @@ import torch
 from training_setup import load_policy, loadable, split
 from full_metric.rendering import chat_messages, template_needs_user_first
 from full_metric.answers import answer_profile
+from full_metric.cache import run_folder
+from full_metric.research.optimise import weights_digest
 from full_metric.training import FullScorer, full_reward, generate_responses, repetition_reward, summary
 
 
@@ -50,7 +52,9 @@ def main() -> None:
     parser.add_argument("--held-out", type=int, default=64, help="contexts held out to measure before and after")
     parser.add_argument("--held-out-prompts", default=None,
                         help="JSON Lines whose contexts are measured instead (then every --prompts row trains)")
-    parser.add_argument("--output-dir", required=True)
+    parser.add_argument("--output-dir", default=str(run_folder("grpo")),
+                        help="where its checkpoints go (default: the cache folder outside the checkout, "
+                             "$FULL_METRIC_CACHE/runs/grpo; a stop or a checkout laid anew loses none of them)")
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--num-generations", type=int, default=4)
     parser.add_argument("--prompts-per-step", type=int, default=2)
@@ -64,10 +68,22 @@ def main() -> None:
                         help="write a checkpoint every N steps (0: none), so that --resume can continue the run")
     parser.add_argument("--resume", action="store_true",
                         help="continue from the last checkpoint in --output-dir (and its measurement before training)")
+    parser.add_argument("--stop-after", type=int, default=None,
+                        help="stop after this many of the run's --steps, a checkpoint written there: a long run in "
+                             "parts that each fit the time at hand, the same command with --resume going on (the "
+                             "schedule is the whole run's, so the parts end where an unbroken run does)")
     args = parser.parse_args()
 
     from datasets import Dataset
+    from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
+
+    class StopAfter(TrainerCallback):
+        """Ends training after ``--stop-after`` steps, saving a checkpoint there."""
+
+        def on_step_end(self, train_args, state, control, **kwargs):
+            if args.stop_after is not None and state.global_step >= args.stop_after:
+                control.should_save = control.should_training_stop = True
 
     torch.manual_seed(args.seed)
     model, tokenizer = load_policy(args.policy, args.policy_gguf_file)
@@ -99,7 +115,8 @@ def main() -> None:
         report_to=[], use_cpu=not torch.cuda.is_available(), seed=args.seed, disable_tqdm=True,
     )
     # the trainer (and its reference model) is built before the long measurement, so what fails, fails first
-    trainer = GRPOTrainer(model=model, reward_funcs=rewards, args=config, train_dataset=data, processing_class=tokenizer)
+    trainer = GRPOTrainer(model=model, reward_funcs=rewards, args=config, train_dataset=data, processing_class=tokenizer,
+                          callbacks=[StopAfter()])
     output = Path(args.output_dir)
     resumed = args.resume and any(output.glob("checkpoint-*"))
     if resumed and (output / "before.json").is_file():  # measured by the run being continued
@@ -115,6 +132,7 @@ def main() -> None:
     train_s = time.perf_counter() - trained  # (of this process: a resumed run's earlier part is not in it)
     after = measure(model, tokenizer, judge, contexts, args.max_completion_length)
     print(json.dumps({"before": before, "after": after, "contexts": contexts, "history": trainer.state.log_history,
+                      "weights": weights_digest(model),  # the trained policy, to the last bit (a resumed run's too)
                       "train_s": round(train_s, 1), "measure_s": round(measured_s, 1),
                       "settings": {**{k: v for k, v in vars(args).items() if k != "output_dir"},
                                    "policy": Path(args.policy).name,  # a file's name, not this machine's path

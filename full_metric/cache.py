@@ -11,6 +11,7 @@ own ``HF_HOME``.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -25,6 +26,20 @@ def cache_dir() -> Path:
         return Path(named).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base).expanduser() / "full-metric"
+
+
+def checkpoint_for(output: str | Path) -> Path:
+    """Where the checkpoint of a run that writes ``output`` is kept: in the cache folder, named by the output's
+    name and a digest of its absolute path, so that the same command finds it again after a stop, and after
+    the checkout holding ``output`` was removed and laid anew at the same place."""
+    resolved = Path(output).expanduser().resolve()
+    key = hashlib.sha256(str(resolved).encode("utf-8")).hexdigest()[:12]
+    return cache_dir() / "checkpoints" / f"{resolved.name}-{key}.checkpoint"
+
+
+def run_folder(name: str) -> Path:
+    """A long run's own folder in the cache (``runs/NAME``): the GRPO example's checkpoints by default."""
+    return cache_dir() / "runs" / name
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+# long runs' checkpoints go to full-metric's cache folder (full_metric.cache): the tests' own, never the user's
+os.environ.setdefault("FULL_METRIC_CACHE", tempfile.mkdtemp(prefix="full-metric-test-cache-"))
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TINY_BLENDERBOT = FIXTURES / "tiny-blenderbot"

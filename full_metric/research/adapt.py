@@ -21,9 +21,11 @@ split and pairs are drawn with :data:`~.adapt_data.HELD_OUT_SEED` (the pairs wit
 whatever ``seed`` and ``corruption_mix`` are, so that runs are measured on one yardstick, before and
 after training.
 
-A checkpoint is written every ``checkpoint_every`` steps beside ``output`` (``.NAME.checkpoint``,
-:mod:`full_metric.research.optimise`); ``resume=True`` continues from it (the same settings only) to
-the judge an uninterrupted run makes; without ``resume`` an existing checkpoint is refused.
+A checkpoint is written every ``checkpoint_every`` steps in the cache folder outside the checkout
+(:func:`full_metric.cache.checkpoint_for`: ``$FULL_METRIC_CACHE``, default ``~/.cache/full-metric``; the
+format: :mod:`full_metric.research.optimise`); ``resume=True`` continues from it (the same settings only) to
+the judge an uninterrupted run makes, after a stop and after the folder of ``output`` was removed and laid
+anew; without ``resume`` an existing checkpoint is refused.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from typing import Any, Sequence
 import torch
 from tqdm.auto import tqdm
 
+from ..cache import checkpoint_for
 from ..errors import UsageError, install_hint
 from ..models import PACKAGED_MODELS, is_adapter, native_bf16, packaged_model, resolve_device
 from ..scorer import FullScorer
@@ -55,10 +58,6 @@ from .optimise import Run, warmup_steps
 
 logger = logging.getLogger(__name__)
 
-
-
-#: A run's checkpoint sits beside its output folder under this name (``.NAME.checkpoint``).
-CHECKPOINT_SUFFIX = ".checkpoint"
 
 
 def _loss(model: Any, batches: list[dict[str, torch.Tensor]], autocast: torch.dtype | None) -> float:
@@ -124,7 +123,7 @@ def adapt(
         setting, too few dialogs, a model that cannot be trained.
     """
     output = Path(output)
-    checkpoint = output.parent / f".{output.name}{CHECKPOINT_SUFFIX}"
+    checkpoint = checkpoint_for(output)
     _check_request(model, output, gguf_file, method, objective, autocast, held_out, schedule, checkpoint, resume,
                    save_adapter, pairs_per_dialog)
     mix = complaints.check_mix(corruption_mix or complaints.DEFAULT_MIX) if objective == "complaints" else {}

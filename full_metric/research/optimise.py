@@ -26,6 +26,16 @@ from .adapt_options import SCHEDULES
 
 logger = logging.getLogger(__name__)
 
+def weights_digest(model: Any) -> str:
+    """SHA-256 of the trainable weights' bytes, in name order: equal only for the very same weights (a resumed
+    run against an uninterrupted one; the training benchmark's modes against each other)."""
+    digest = hashlib.sha256()
+    for name, weight in sorted(model.named_parameters()):
+        if weight.requires_grad:
+            digest.update(name.encode() + weight.detach().float().contiguous().cpu().numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
 WARMUP_SHARE = 0.05
 CONSTANT_WARMUP = 10
 

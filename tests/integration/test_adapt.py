@@ -483,24 +483,35 @@ def _weights(folder: Path) -> dict[str, torch.Tensor]:
 def test_a_killed_run_resumed_makes_the_uninterrupted_judge(kind, learnable, llama_folder, tiny_blenderbot_path,
                                                             tmp_path, monkeypatch):
     """A LoRA complaints run (dropout on, the linear schedule) killed after its 5th step, with a
-    checkpoint every 2 steps, then resumed with --resume: the same judge, record and scores as a run
-    that was never stopped; the checkpoint is gone once the judge is written."""
+    checkpoint every 2 steps in the cache folder, its checkout then removed and laid anew (issue 61, 1),
+    then resumed with --resume: the same judge, record and scores as a run that was never stopped; the
+    checkpoint is gone once the judge is written."""
+    import shutil
+
+    from full_metric.cache import cache_dir, checkpoint_for
+
     base = str(llama_folder if kind == "causal" else tiny_blenderbot_path)
     settings = dict(objective="complaints", max_pairs=32, batch_size=4, held_out=0.05, learning_rate=5e-3,
                     lora_rank=4, checkpoint_every=2, progress=False, autocast="none", seed=3)
     whole = adapt(base, [str(learnable)], tmp_path / "whole", **settings)
     real_step = _killed_after(5, monkeypatch)
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
     with pytest.raises(KeyboardInterrupt):
-        adapt(base, [str(learnable)], tmp_path / "judge", **settings)
-    checkpoint = tmp_path / ".judge.checkpoint"
-    assert checkpoint.exists() and not (tmp_path / "judge").exists()
+        adapt(base, [str(learnable)], checkout / "judge", **settings)
+    checkpoint = checkpoint_for(checkout / "judge")
+    assert checkpoint.exists() and not (checkout / "judge").exists() and checkpoint.is_relative_to(cache_dir())
+    shutil.rmtree(checkout)  # the checkout laid anew: nothing of the run was in it
+    checkout.mkdir()
+    monkeypatch.chdir(checkout)  # the same command, given the output relative to the checkout
+    (tmp_path / "judge").symlink_to(checkout / "judge")  # (the rest of the test reads tmp_path / "judge")
     assert torch.load(checkpoint, weights_only=False)["step"] == 4  # step 5's work is lost, redone on resume
     with pytest.raises(AdaptError, match="--resume"):  # refused before any model work
-        adapt(base, [str(learnable)], tmp_path / "judge", **settings)
+        adapt(base, [str(learnable)], "judge", **settings)
     with pytest.raises(Exception, match="other settings"):
-        adapt(base, [str(learnable)], tmp_path / "judge", **{**settings, "margin": 2.0}, resume=True)
+        adapt(base, [str(learnable)], "judge", **{**settings, "margin": 2.0}, resume=True)
     monkeypatch.setattr(optimise.Run, "step", real_step)
-    resumed = adapt(base, [str(learnable)], tmp_path / "judge", **settings, resume=True)
+    resumed = adapt(base, [str(learnable)], "judge", **settings, resume=True)
     assert not checkpoint.exists()
     assert (resumed.digest, resumed.steps, resumed.held_out_loss_before) == (whole.digest, whole.steps,
                                                                               whole.held_out_loss_before)
@@ -778,7 +789,9 @@ def test_the_command_line_resumes_and_saves_the_adapter(learnable, llama_folder,
     record = json.loads((out / "adaptation.json").read_text())
     assert (record["schedule"], record["steps"]) == ("constant", 4)
     assert (out / "adapter" / "adapter_model.safetensors").is_file()
-    assert not (tmp_path / ".judge.checkpoint").exists()
+    from full_metric.cache import checkpoint_for
+
+    assert not checkpoint_for(out).exists()
 
 
 def test_the_command_line_takes_adapts_defaults_and_choices_from_one_table():

@@ -637,9 +637,10 @@ def test_a_decoder_prompt_loses_only_the_tokenizers_trailing_end_of_text(tiny_mo
 def test_the_grpo_example_measures_kept_contexts_and_resumes_from_its_checkpoint(policy_folder, tiny_blenderbot_path,
                                                                                  tmp_path):
     """examples/grpo_with_full.py as reports/smollm2-complaints/reproduce.sh runs it: measured on the
-    --held-out-prompts file's contexts (not on --prompts rows), a checkpoint every step; a run of one
-    step continued by --resume to two goes on from its checkpoint (step 1's record restored, not redone) and
-    keeps the measurement made before training; the profile counts echoes of the last turn."""
+    --held-out-prompts file's contexts (not on --prompts rows), a checkpoint every step; a run of two steps
+    stopped after one (--stop-after) and continued by --resume goes on from its checkpoint (step 1's record
+    restored, not redone), keeps the measurement made before training and ends with the weights of a run never
+    stopped (issue 61, 1); the profile counts echoes of the last turn."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     chat = tmp_path / "chat-policy"
@@ -657,7 +658,8 @@ def test_the_grpo_example_measures_kept_contexts_and_resumes_from_its_checkpoint
             str(tiny_blenderbot_path), "--prompts", str(tmp_path / "train.jsonl"), "--held-out-prompts",
             str(tmp_path / "held.jsonl"), "--held-out", "2", "--num-generations", "2", "--prompts-per-step", "1",
             "--max-completion-length", "3", "--save-steps", "1", "--output-dir", str(tmp_path / "run")]
-    first = json.loads(run_checked([*base, "--steps", "1"], timeout=600, cwd=REPO, env=env).stdout.splitlines()[-1])
+    first = json.loads(run_checked([*base, "--steps", "2", "--stop-after", "1"], timeout=600, cwd=REPO,
+                                   env=env).stdout.splitlines()[-1])  # a run of two steps, stopped after one
     assert first["contexts"] == [["How was your weekend?"], ["I just adopted a puppy!"]]
     assert {"echo_share", "generic_share", "mean_words"} <= set(first["before"])
     assert (tmp_path / "run" / "checkpoint-1").is_dir()
@@ -667,6 +669,10 @@ def test_the_grpo_example_measures_kept_contexts_and_resumes_from_its_checkpoint
     assert [row["step"] for row in rows] == [1, 2] and second["before"] == first["before"]
     assert rows[0] == first["history"][0]  # step 1 restored from the checkpoint (its own step time), not run again
     assert second["settings"]["held_out_prompts"] == "held.jsonl"
+    # issue 61, 1: the resumed run ends with the very weights of a run never stopped (its schedule the whole run's)
+    whole = [*base[:-1], str(tmp_path / "whole")]
+    uninterrupted = json.loads(run_checked([*whole, "--steps", "2"], timeout=600, cwd=REPO, env=env).stdout.splitlines()[-1])
+    assert second["weights"] == uninterrupted["weights"] != first["weights"]
 
 
 def test_every_training_face_reads_a_generation_by_one_rule(tiny_blenderbot_path, tiny_models, tokenizer, monkeypatch):
