@@ -10,7 +10,8 @@ dialog): the share of contexts where each beats the human, with a 95% interval (
 
 Each context is a held-out dialog cut at a random turn (seeded, `research.probe.cut_dialogs`): at most
 four turns before the cut, and the turn at the cut as the human's answer. Writes the figures as JSON after each
-judge to the output's name with ``.partial`` added, and to the output itself once every judge is in (a judge
+judge to the output's partial record in the cache folder outside the checkout (``full_metric.cache.checkpoint_for``:
+a stop or a checkout laid anew loses no judge probed), and to the output itself once every judge is in (a judge
 already in either with the same signature, probed on the same contexts and counted by the same tie rule, is kept:
 a long probe goes on where it stopped; so is one found in a ``--reuse`` probe, its file named in its record's
 ``taken_from``), and prints a Markdown table. A judge whose folder is gone (a new machine) is named by
@@ -24,6 +25,7 @@ import json
 from pathlib import Path
 
 from full_metric import FullScorer
+from full_metric.cache import checkpoint_for
 from full_metric.research.adapt_data import held_out_dialogs
 from full_metric.research.probe import TIES, answers_record, gaming_probe, markdown_table
 
@@ -66,7 +68,8 @@ def main() -> None:
     dialogs = held_out_dialogs(args.source, args.held_out)[: args.contexts]
     output = Path(args.output)
     record: dict = {"contexts": len(dialogs), "seed": args.seed, "ties": TIES, "judges": {}}
-    partial = output.with_name(output.name + ".partial")  # written after each judge; the output once all are in
+    partial = checkpoint_for(output)  # written after each judge; the output once all are in
+    partial.parent.mkdir(parents=True, exist_ok=True)
     own = {**_same_probe(output, record), **_same_probe(partial, record)}
     others = {name: _same_probe(Path(name), record) for name in args.reuse}
     for kind, named in args.judges:

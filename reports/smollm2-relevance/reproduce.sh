@@ -116,11 +116,12 @@ declare -A LEVER=([mix]="--max-pairs $PAIRS --mix $MIX"
                   [pairs2]="--max-pairs $((2 * PAIRS)) --pairs-per-dialog 2 --mix $MIX"
                   [gemma]="--max-pairs $PAIRS --mix $MIX")
 declare -A BASE=([mix]=$GGUF [pairs2]=$GGUF)  # gemma's is set when its lever runs
-probed() {  # probed LABEL...: whether the probe's record (with its .partial, while one is left) holds these judges
+probed() {  # probed LABEL...: whether the probe's record (with its partial one in the cache, while one is left) holds these judges
   python - "$OUT/probe.json" "$@" <<'PY'
 import json, pathlib, sys
+from full_metric.cache import checkpoint_for
 path = pathlib.Path(sys.argv[1])
-found = {j for p in (path, path.with_name(path.name + ".partial")) if p.exists() for j in json.loads(p.read_text())["judges"]}
+found = {j for p in (path, checkpoint_for(path)) if p.exists() for j in json.loads(p.read_text())["judges"]}
 sys.exit(0 if set(sys.argv[2:]) <= found else 1)
 PY
 }

@@ -9,6 +9,7 @@ raises held-out pair accuracy on a toy set whose real replies are learnable."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -547,7 +548,8 @@ def test_a_made_judge_is_measured_as_adapt_measures(learnable, llama_folder, tmp
     run_checked([sys.executable, str(repo / "reports" / "smollm2-relevance" / "held_out.py"), "--judge",
                  f"base={llama_folder}", "--judge", f"judge={tmp_path / 'j'}", "--source", str(learnable),
                  "--held-out", "0.05", "--max-length", "48", "--batch-size", "3", "-o", str(tmp_path / "held.json")],
-                cwd=repo, env={"PYTHONPATH": str(repo), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+                cwd=repo, env={"PYTHONPATH": str(repo), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin",
+                                "FULL_METRIC_CACHE": os.environ["FULL_METRIC_CACHE"]})
     judges = json.loads((tmp_path / "held.json").read_text())["judges"]
     assert (judges["base"]["loss"], judges["base"]["pair_accuracy"]) == (done.held_out_loss_before,
                                                                          done.held_out_pair_accuracy_before)
@@ -655,12 +657,14 @@ def test_the_probe_script_runs_on_the_tiny_fixture(distinct, tiny_blenderbot_pat
     by --kept (its folder gone) is kept only when its signature names the digest of the adaptation record given."""
     import sys
 
+    from full_metric.cache import checkpoint_for
     from full_metric.research.probe import TIES
 
     from ..helpers import run_checked
 
     repo = Path(__file__).resolve().parents[2]
     out = tmp_path / "probe.json"
+    checkpoint_for(out).parent.mkdir(parents=True, exist_ok=True)
 
     def probe(*judges: str, reuse: tuple[Path, ...] = (), kept: tuple[str, ...] = (), ok: bool = True):
         done = run_checked([sys.executable, str(repo / "reports" / "smollm2-complaints" / "probe.py"),
@@ -668,7 +672,8 @@ def test_the_probe_script_runs_on_the_tiny_fixture(distinct, tiny_blenderbot_pat
                             *(f"--kept={name}" for name in kept), "--source", str(distinct),
                             "--held-out", "0.2", "--contexts", "12", "-o", str(out),
                             *(["--reuse", *map(str, reuse)] if reuse else [])], timeout=300, cwd=repo, ok=ok,
-                           env={"PYTHONPATH": str(repo), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+                           env={"PYTHONPATH": str(repo), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin",
+                                "FULL_METRIC_CACHE": os.environ["FULL_METRIC_CACHE"]})
         return json.loads(out.read_text()) if ok else done
 
     record = probe("tiny")
@@ -685,9 +690,9 @@ def test_the_probe_script_runs_on_the_tiny_fixture(distinct, tiny_blenderbot_pat
     record["judges"]["earlier"] = planted
     out.write_text(json.dumps(record))
     assert probe("tiny", "earlier")["judges"]["earlier"] == planted  # same rule: kept, not probed again
-    out.with_name("probe.json.partial").write_text(json.dumps(record))  # a probe killed before its last judge
+    checkpoint_for(out).write_text(json.dumps(record))  # a probe killed before its last judge
     out.unlink()
-    assert probe("earlier")["judges"]["earlier"] == planted and not out.with_name("probe.json.partial").exists()
+    assert probe("earlier")["judges"]["earlier"] == planted and not checkpoint_for(out).exists()
     other_model = json.loads(json.dumps(record))
     other_model["judges"]["earlier"]["signature"] += "+another"
     out.write_text(json.dumps(other_model))
@@ -715,7 +720,7 @@ def test_the_probe_script_runs_on_the_tiny_fixture(distinct, tiny_blenderbot_pat
         failed = probe("tiny", kept=(f"gone={adaptation}",), ok=False)
         assert failed.returncode != 0 and "judge 'gone': its folder is gone" in failed.stderr and digest in failed.stderr
     adaptation.write_text(json.dumps({"digest": "0123456789abcdef"}))
-    assert out.with_name("probe.json.partial").exists()  # the failed run's (tiny only): the output's judges count too
+    assert checkpoint_for(out).exists()  # the failed run's (tiny only): the output's judges count too
     assert list(probe("tiny", kept=(f"gone={adaptation}",))["judges"].items()) == [
         ("tiny", record["judges"]["tiny"]), ("gone", gone)]
     out.write_text(json.dumps({**record, "ties": "ties win", "judges": {"gone": gone}}))  # counted by another rule
@@ -724,7 +729,7 @@ def test_the_probe_script_runs_on_the_tiny_fixture(distinct, tiny_blenderbot_pat
     del record["ties"]
     out.write_text(json.dumps(record))
     assert probe("earlier")["judges"]["earlier"] == record["judges"]["tiny"]  # another rule: probed again
-    assert not out.with_name("probe.json.partial").exists()
+    assert not checkpoint_for(out).exists()
 
 
 @pytest.mark.parametrize("ties", ["same", "other", "none"])

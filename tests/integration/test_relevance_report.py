@@ -269,11 +269,15 @@ def test_reproduce_sh_does_not_probe_again_what_its_record_holds(tmp_path):
                                                                     folders=("smollm2-relevance-mix-s1",))
     (tmp_path / "probe.json").write_text(json.dumps({"judges": {"base": {}, "mix": {}}}))  # the shipped judge missing
     assert "shipped=smollm2-complaints" in _probe_words(tmp_path, "mix")
-    (tmp_path / "probe.json").unlink()  # a probe killed before its last judge: its .partial is the record
-    (tmp_path / "probe.json.partial").write_text(json.dumps({"judges": {"base": {}, "shipped": {}, "mix": {}}}))
+    from full_metric.cache import checkpoint_for
+
+    partial = checkpoint_for(tmp_path / "probe.json")  # in the cache folder, outside the checkout
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "probe.json").unlink()  # a probe killed before its last judge: its partial record is the record
+    partial.write_text(json.dumps({"judges": {"base": {}, "shipped": {}, "mix": {}}}))
     assert _probe_words(tmp_path, "mix") == []
     (tmp_path / "probe.json").write_text(json.dumps({"judges": {"base": {}, "shipped": {}, "mix": {}}}))
-    (tmp_path / "probe.json.partial").write_text(json.dumps({"judges": {"pairs2": {}}}))  # the two hold them together
+    partial.write_text(json.dumps({"judges": {"pairs2": {}}}))  # the two hold them together
     assert _probe_words(tmp_path, "mix", "pairs2") == []
 
 
