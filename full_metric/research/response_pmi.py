@@ -6,7 +6,9 @@ on held-out pairs only (:func:`choose_weight`).
 
 The response is the judge's own rendering of it: the assistant's turn after the context (a chat template), each
 log-likelihood one plain forward pass per (context, response) (:func:`full_metric.loglik.oracle_sums`), the
-computation with nothing to prove. Decoder-only judges with a chat template only (the relevance judges); any
+computation with nothing to prove. The turn header and the response are tokenised apart, as the scorer tokenises a
+follow-up: with a header that ends in a line break (ChatML as SmolLM2 has it, Llama-3, Gemma) the very tokens of
+the whole conversation (``tests/unit/test_response_pmi.py``). Decoder-only judges with a chat template only (the relevance judges); any
 other is refused by name.
 """
 

@@ -147,6 +147,31 @@ def pilot_section(pilot: dict) -> str:
                "answers issue 37 stopped (a reply that is poor alone gains from any context)."))
 
 
+def pilot_mi_section(pilot: dict) -> str:
+    """Issue 61's lever (pilot_mi.py): FULL plus a weight, chosen on held-out pairs only, times the response's
+    mutual information with its context; the weight's pair accuracy, the probe of the three, and what it decided."""
+    plain, combined = (pilot["judges"][name]["answers"] for name in ("plain", "plus mutual information"))
+    accuracy = {float(w): a for w, a in pilot["pair_accuracy"].items()}
+    moved = [a for a in rule.RELEVANCE if combined[a]["high"] < plain[a]["low"]]
+    worse = [a for a in rule.ISSUE_37 if combined[a]["beats_human"] > plain[a]["high"]]
+    built = bool(moved) and not worse
+    alone, chosen = pilot["judges"]["mutual information alone"]["answers"], float(pilot["weight"])
+    larger = [a for w, a in accuracy.items() if w > chosen]
+    why = (f"at the weight the held-out pairs choose it moves no relevance answer beyond the intervals"
+           + (f"; every larger weight ranks fewer held-out pairs right (at most {max(larger):.3f})"
+              if larger and max(larger) < accuracy[chosen] else "")
+           + f"; the mutual information alone ranks an echo of the last turn above the human's turn in "
+           f"{alone['echo']['beats_human']:.0%} of the contexts")
+    return (f"The weight chosen on {pilot['weight_chosen_on']}: **{pilot['weight']}** (pair accuracy "
+            f"{accuracy[float(pilot['weight'])]:.3f}; plain FULL {accuracy[0.0]:.3f}; by weight: "
+            + ", ".join(f"{w:g} {a:.3f}" for w, a in sorted(accuracy.items())) + ").\n\n" + markdown_table(pilot)
+            + "\n\nRelevance answers that beat the human less often with it, beyond both intervals: "
+            + (", ".join(f"“{a}”" for a in moved) or "none")
+            + "; answers of issue 37's probe that beat the human more often than plain FULL's upper bound: "
+            + (", ".join(f"“{a}”" for a in worse) or "none") + ". "
+            + ("The setting is worth building." if built else f"Not built, and not run on all 241 contexts: {why}."))
+
+
 def agreement_part(worse: list[str] | None) -> str:
     """The bar's agreement part from the measures where the chosen judge is worse than smollm2-complaints
     beyond its interval (``None``: not measured yet)."""
@@ -187,34 +212,68 @@ def bar_verdict(probe: dict | None, chosen: dict | None, runs: dict[str, dict],
     return lines
 
 
-def ship_decision(chosen: dict | None, verdict: list[str]) -> bool | None:
-    """Whether the chosen judge ships as the package's trained judge: the rule's condition (choose.py: it beats
-    smollm2-complaints) and, as the issue says, the whole bar (short of it nothing new ships); ``None`` while
-    neither a failed part nor the whole bar decides it."""
-    if not chosen or "ships" not in chosen:
+#: Issue 61's GRPO part: at most this many of the 64 held-out answers are assistant openers (offer help).
+OPENERS_BAR = 5
+
+
+def ship_gate(probe: dict | None, chosen: dict | None, runs: dict[str, dict], worse: list[str] | None = None
+              ) -> list[str]:
+    """Issue 61's gate, part by part, for the judge that would ship (the chosen seed's): (a) fewer wins over the four
+    relevance answers than smollm2-complaints; (b) no answer of issue 37's probe beats the human more often than
+    smollm2-complaints' upper 95% bound; (c) worse than it beyond its interval on no agreement measure; (d) GRPO
+    without a KL term keeps >= 85% distinct answers, none above 5%, at most 5 assistant openers. Each line says
+    **met**, **not met** or not measured yet, with its figures; issue 45's bar (:func:`bar_verdict`) stays the goal."""
+    name = chosen.get("ships_judge", chosen.get("chosen")) if chosen else None
+    lines = []
+    if probe and name and name in probe["judges"]:
+        answers, shipped = probe["judges"][name]["answers"], probe["judges"]["shipped"]["answers"]
+        mine, theirs = rule.relevance_wins(answers), rule.relevance_wins(shipped)
+        lines.append(f"- (a) fewer relevance wins than smollm2-complaints: **{'met' if mine < theirs else 'not met'}** "
+                     f"({mine} against {theirs})")
+        above = [a for a in rule.ISSUE_37 if answers[a]["beats_human"] > shipped[a]["high"]]
+        lines.append("- (b) no answer of issue 37's probe above smollm2-complaints' upper bound: "
+                     + ("**met**" if not above else f"**not met** ({', '.join(above)})"))
+    else:
+        lines += ["- (a) fewer relevance wins than smollm2-complaints: not measured yet (no lever chosen)",
+                  "- (b) no answer of issue 37's probe above smollm2-complaints' upper bound: not measured yet"]
+    lines.append(agreement_part(worse).replace("- worse", "- (c) worse", 1))
+    if "new" in runs:
+        after = runs["new"]["after"]["answers"]
+        distinct, (share, answer), openers = complaints_report.distinct_share(after), top_share(after), offers_help(after)
+        met = distinct >= DISTINCT_BAR and share <= TOP_ANSWER_BAR and openers <= OPENERS_BAR
+        lines.append(f"- (d) GRPO without KL keeps >= {DISTINCT_BAR:.0%} distinct answers, none above "
+                     f"{TOP_ANSWER_BAR:.0%}, at most {OPENERS_BAR} assistant openers: **{'met' if met else 'not met'}** "
+                     f"(distinct {distinct:.0%}; most frequent \"{answer}\" {share:.0%}; openers {openers} of {len(after)})")
+    else:
+        lines.append(f"- (d) GRPO without KL keeps >= {DISTINCT_BAR:.0%} distinct answers, none above "
+                     f"{TOP_ANSWER_BAR:.0%}, at most {OPENERS_BAR} assistant openers: not measured yet")
+    return lines
+
+
+def ship_decision(chosen: dict | None, gate: list[str]) -> bool | None:
+    """Whether the judge that would ship ships as the package's relevance judge and becomes the one the docs
+    recommend: every part of issue 61's gate (:func:`ship_gate`) met; ``False`` as soon as one part is not
+    (short of the gate nothing new ships), ``None`` while a part is not measured yet."""
+    if not chosen or not chosen.get("chosen"):
         return None
-    if any("**not met**" in line for line in verdict):
+    if any("**not met**" in line for line in gate):
         return False
-    if any("not measured yet" in line or "not decided yet" in line for line in verdict):
+    if any("not measured yet" in line or "not decided yet" in line for line in gate):
         return None
-    return bool(chosen["ships"])
+    return True
 
 
-def ship_line(chosen: dict | None, verdict: list[str]) -> str:
-    """:func:`ship_decision` in words, with the reason."""
-    decision = ship_decision(chosen, verdict)
+def ship_line(chosen: dict | None, gate: list[str]) -> str:
+    """:func:`ship_decision` in words, with the parts that decided it."""
+    decision = ship_decision(chosen, gate)
     if decision is None:
         return ("- ships as the package's relevance judge: not decided yet ("
-                + ("no lever chosen)" if not chosen or "ships" not in chosen else "parts of the bar not measured yet)"))
+                + ("no lever chosen)" if not chosen or not chosen.get("chosen") else "parts of the gate not measured yet)"))
     if decision:
-        return "- ships as the package's relevance judge: **yes**"
-    by_rule = ("by the rule alone it would (fewer relevance wins than smollm2-complaints, no answer of issue 37's "
-               "probe above its upper bound)" if chosen["ships"] else "nor does it beat smollm2-complaints by the rule")
-    if any("**not met**" in line for line in verdict):
-        return (f"- ships as the package's relevance judge: **no**, the bar is not met and short of it nothing new "
-                f"ships; {by_rule}")
-    return ("- ships as the package's relevance judge: **no**, it meets the bar but does not beat smollm2-complaints "
-            "by the rule")
+        return "- ships as the package's relevance judge, recommended for `full_reward` and `FullCallback`: **yes**"
+    failed = [line.split(":", 1)[0].removeprefix("- ") for line in gate if "**not met**" in line]
+    return (f"- ships as the package's relevance judge: **no**, the gate is not met ({'; '.join(failed)}) and short of "
+            "it nothing new ships")
 
 
 def measured(data_folder: str) -> dict[str, Any]:
@@ -229,12 +288,14 @@ def measured(data_folder: str) -> dict[str, Any]:
         (HERE / "agreement", f"smollm2-relevance-{name}-s{chosen.get('seed', 0)}" if name else "the chosen judge"))
     return {"records": records, "probe": probe, "chosen": chosen, "runs": runs, "cross": _load("cross.json"),
             "wall": _load("wall.json") or {}, "pilot": _load("pilot-contrast.json"), "agreement": agreement,
-            "commands": commands, "verdict": bar_verdict(probe, chosen, runs, worse)}
+            "commands": commands, "verdict": bar_verdict(probe, chosen, runs, worse),
+            "gate": ship_gate(probe, chosen, runs, worse), "pilot_mi": _load("pilot-mi.json")}
 
 
 def main(data_folder: str = "../shared/data") -> None:
     m = measured(data_folder)
     records, probe, chosen, wall, pilot = m["records"], m["probe"], m["chosen"], m["wall"], m["pilot"]
+    pilot_mi = m["pilot_mi"]
     runs, cross, agreement, commands, verdict = m["runs"], m["cross"], m["agreement"], m["commands"], m["verdict"]
     missing = ([] if chosen and "seeds" in chosen else ["the chosen setting's seed 1"]) \
         + ([] if agreement else ["agreement with people"]) \
@@ -275,6 +336,14 @@ columns with each other, not with the probe above):
 
 {pilot_section(pilot) if pilot else "Not run yet."}
 
+## Issue 61's lever: the response's mutual information with its context, its pilot
+
+FULL + w (log P(response | context) - log P(response)), smollm2-complaints, on the same first
+{pilot_mi['contexts'] if pilot_mi else 40} held-out dialogs (`pilot_mi.py`; the weight chosen on the held-out pairs
+of the other held-out dialogs only; "mutual information alone" ranks by it without FULL):
+
+{pilot_mi_section(pilot_mi) if pilot_mi else "Not run yet."}
+
 ## The rule's outcome (choose.py)
 
 {rule_text}
@@ -291,10 +360,14 @@ columns with each other, not with the probe above):
 
 {agreement or "Not measured yet."}
 
-## The bar (issue 45), part by part
+## The gate (issue 61), part by part: whether it ships and is recommended
+
+{chr(10).join(m["gate"])}
+{ship_line(chosen, m["gate"])}
+
+## The bar (issue 45), part by part: the goal, where the judge stands
 
 {chr(10).join(verdict)}
-{ship_line(chosen, verdict)}
 {"" if not missing else chr(10) + "Not measured yet, and made by reproduce.sh as it goes on: " + ", ".join(missing) + "."}
 {chr(10).join(commands)}
 """

@@ -172,6 +172,10 @@ probe mix
 # lever 3's pilot (the contrast option, computed by plain scorer calls; see above)
 stale "$OUT/pilot-contrast.json" "pilot contrast"
 [ -f "$OUT/pilot-contrast.json" ] || timed "pilot contrast" python "$OUT/pilot_contrast.py" --contexts 40
+# issue 61's lever, its pilot (the response's mutual information with its context added to FULL, the weight chosen
+# on held-out pairs only; pilot_mi.py): on the same 40 contexts, then on all 241 only if it helps. Its outcome
+# (make_report.py says it from pilot-mi.json): not built; at the chosen weight (0.05) no answer moves.
+[ -f "$OUT/pilot-mi.json" ] || timed "pilot mutual information" python "$OUT/pilot_mi.py" --contexts 40
 # the documented KL recipe against the shipped judge (what docs/training.md gives a user today)
 python reports/smollm2-complaints/prompts.py --train 200 -o "$RUNS/smollm2-complaints"
 grpo shipped-kl smollm2-complaints 0.04

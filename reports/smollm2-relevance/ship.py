@@ -1,4 +1,6 @@
-"""Ship the chosen judge when issue 45's rule and its whole bar say so (make_report.ship_decision): its adapter
+"""Ship the chosen judge when issue 61's gate says so (make_report.ship_gate, ship_decision: fewer relevance wins
+than smollm2-complaints, no issue-37 answer above its upper bound, no agreement measure worse beyond its interval, a
+GRPO policy without KL that stays a conversation partner): its adapter
 into the package as ``smollm2-relevance`` (``gemma3-relevance`` on the Gemma base; a folder of
 full_metric/judges, loadable by name offline), with its card. Short of that nothing ships and the package's judges
 stay as they are (smollm2-complaints stays rebuildable by reports/smollm2-complaints/reproduce.sh).
@@ -92,7 +94,12 @@ after:
 
 {grpo}
 
-The bar of issue 45, part by part (met: recommended as a reward for `full_reward` and `FullCallback`):
+Issue 61's gate, part by part (all met: shipped, and recommended as a reward for `full_reward` and
+`FullCallback`):
+
+{chr(10).join(m['gate'])}
+
+Issue 45's bar, the goal (where this judge stands):
 
 {chr(10).join(m['verdict'])}
 
@@ -105,8 +112,8 @@ itself is MIT.
 
 def main(judge_folder: str, data_folder: str = "../shared/data") -> None:
     m = report.measured(data_folder)
-    decision = report.ship_decision(m["chosen"], m["verdict"])
-    print(report.ship_line(m["chosen"], m["verdict"]))
+    decision = report.ship_decision(m["chosen"], m["gate"])
+    print(report.ship_line(m["chosen"], m["gate"]))
     if not decision:
         return
     judge, chosen = Path(judge_folder), m["chosen"]

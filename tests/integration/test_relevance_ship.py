@@ -59,12 +59,15 @@ def _answers(shares: dict[str, float]) -> dict[str, dict]:
 
 
 def _report(tmp_path: Path, record: dict[str, Any], monkeypatch, digest: str | None = None,
-            same_topic: float = 0.1) -> Any:
+            same_topic: float = 0.1, mix: dict[str, float] | None = None, worse: list[str] | None = None,
+            after: list[str] | None = None) -> Any:
     """ship.py imported from a copy of the reports folder holding made-up records where the chosen judge (lever
     mix, seed 0, of ``digest``: the judge's own by default; its held-out LM loss made up to fall, whatever two steps
     did) beats smollm2-complaints by the rule and meets every
     part of the bar, except the same-topic part when ``same_topic`` is above half of smollm2-complaints' 0.3; the
-    agreement part is met (no measure worse). The package's judges folder is ``tmp_path / "judges"``."""
+    agreement part is met (no measure worse). ``mix`` changes the chosen judge's probe shares, ``worse`` names
+    agreement measures where it is worse, ``after`` gives the GRPO policy's answers (issue 61's gate, part by
+    part). The package's judges folder is ``tmp_path / "judges"``."""
     for folder in ("smollm2-relevance", "smollm2-complaints"):
         (tmp_path / folder).mkdir()
         for script in (REPORTS / folder).glob("*.py"):
@@ -75,10 +78,10 @@ def _report(tmp_path: Path, record: dict[str, Any], monkeypatch, digest: str | N
     (here / "probe.json").write_text(json.dumps({"contexts": 100, "seed": 0, "judges": {
         "base": {"answers": _answers({"Yes.": 0.3})},
         "shipped": {"answers": _answers({"other conversation": 0.22, "same topic": 0.3})},
-        "mix": {"answers": _answers({"other conversation": 0.05, "same topic": same_topic})}}}))
+        "mix": {"answers": _answers({"other conversation": 0.05, "same topic": same_topic, **(mix or {})})}}}))
     answers = [f"Answer number {i}." for i in range(20)]
     run = {"settings": {"judge": "j", "learning_rate": 5e-5, "beta": 0.0}, "history": [],
-           **{when: {"answers": answers, "full": 1.0, "full_ci_low": 0.5, "full_ci_high": 1.5, "mean_words": 4.0,
+           **{when: {"answers": after if when == "after" and after else answers, "full": 1.0, "full_ci_low": 0.5, "full_ci_high": 1.5, "mean_words": 4.0,
                      "generic_share": 0.0, "short_share": 0.0, "echo_share": 0.0, "repetitive_share": 0.0}
               for when in ("before", "after")}}
     (here / "grpo-new.json").write_text(json.dumps(run))
@@ -91,7 +94,8 @@ def _report(tmp_path: Path, record: dict[str, Any], monkeypatch, digest: str | N
     chosen.update(seed=0, seeds={"0": {k: record[k] for k in ("held_out_pair_accuracy_before",
                                                               "held_out_pair_accuracy_after")}})
     (here / "chosen.json").write_text(json.dumps(chosen))
-    monkeypatch.setattr(ship.report.complaints_report, "agreement_section", lambda *args: ("a table", [], ["cmd"]))
+    monkeypatch.setattr(ship.report.complaints_report, "agreement_section",
+                        lambda *args: ("a table", list(worse or []), ["cmd"]))
     monkeypatch.setattr(ship, "JUDGES", tmp_path / "judges")
     monkeypatch.setattr(ship, "HERE", here)
     return ship
@@ -153,16 +157,44 @@ def test_the_judge_ships_by_the_rule_and_the_bar_and_loads_by_name_offline(base,
         assert name not in changed.signature() and "+adapted:" + record["digest"] in changed.signature()
 
 
-@pytest.mark.parametrize("case", ["bar not met", "another judge"])
-def test_nothing_ships_short_of_the_bar_or_from_another_judge_than_the_chosen(judge, tmp_path, monkeypatch, case,
-                                                                             capsys):
-    """Same topic at 16% (above half of smollm2-complaints' 30%): the bar is not met and nothing is written;
-    the chosen judge's digest other than the folder's: refused, naming both, before anything is copied."""
+#: Issue 61's gate, each part failing alone (the others met; same topic at 16%, so issue 45's bar, the goal, is not
+#: met either way): (a) relevance wins 5 + 16 + 2 + 2 = 25 against smollm2-complaints' 22 + 30 + 2 + 2 = 56,
+#: raised to 56 by the far turn at 33% (a tie is no fewer); (b) "Ok." at 8%, above its 2% + 5%; (c) an agreement
+#: measure worse; (d) the GRPO policy's 20 answers: 18 distinct, "Answer number 0." three times (90% distinct, one
+#: answer at 15%), or 6 assistant openers among 20 distinct answers.
+GATE_FAILS = {
+    "(a) fewer relevance wins than smollm2-complaints": dict(mix={"same conversation, far": 0.33}),
+    "(b) no answer of issue 37's probe above smollm2-complaints' upper bound": dict(mix={"Ok.": 0.08}),
+    "(c) worse than smollm2-complaints beyond its interval on no agreement measure": dict(worse=["fed turn Spearman"]),
+    "(d) GRPO without KL keeps": dict(after=[f"Answer number {i}." for i in range(18)] + ["Answer number 0."] * 2),
+    "(d) GRPO without KL keeps, openers": dict(after=[f"Answer number {i}." for i in range(14)]
+                                              + [f"Hi {i}! How can I help you today?" for i in range(6)]),
+}
+
+
+@pytest.mark.parametrize("part", list(GATE_FAILS))
+def test_each_part_of_the_gate_failing_alone_ships_nothing(part, judge, tmp_path, monkeypatch, capsys):
     folder, record = judge
-    if case == "bar not met":
-        ship = _report(tmp_path, record, monkeypatch, same_topic=0.16)
+    ship = _report(tmp_path, record, monkeypatch, same_topic=0.16, **GATE_FAILS[part])  # (the goal's topic part unmet)
+    ship.main(str(folder))
+    named = part.removesuffix(", openers")
+    assert f"**no**, the gate is not met ({named}" in capsys.readouterr().out
+    gate = ship.report.measured(str(tmp_path))["gate"]
+    assert [line.startswith(f"- {named}") for line in gate if "**not met**" in line] == [True]  # that part alone
+    assert sum("**met**" in line for line in gate) == 3
+    assert not (tmp_path / "judges").exists()
+
+
+@pytest.mark.parametrize("case", ["gate not met", "another judge"])
+def test_nothing_ships_short_of_the_gate_or_from_another_judge_than_the_chosen(judge, tmp_path, monkeypatch, case,
+                                                                              capsys):
+    """"Ok." at 8% (above smollm2-complaints' 2% + 5%): the gate is not met and nothing is written; the chosen
+    judge's digest other than the folder's: refused, naming both, before anything is copied."""
+    folder, record = judge
+    if case == "gate not met":
+        ship = _report(tmp_path, record, monkeypatch, mix={"Ok.": 0.08})
         ship.main(str(folder))
-        assert "**no**, the bar is not met" in capsys.readouterr().out
+        assert "**no**, the gate is not met" in capsys.readouterr().out
     else:
         ship = _report(tmp_path, record, monkeypatch, digest="0123456789abcdef")
         with pytest.raises(SystemExit, match=f"{folder.name}: its adaptation digest {record['digest']} is not the "
