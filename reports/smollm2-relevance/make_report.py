@@ -157,7 +157,7 @@ def pilot_mi_section(pilot: dict) -> str:
     built = bool(moved) and not worse
     alone, chosen = pilot["judges"]["mutual information alone"]["answers"], float(pilot["weight"])
     larger = [a for w, a in accuracy.items() if w > chosen]
-    why = (f"at the weight the held-out pairs choose it moves no relevance answer beyond the intervals"
+    why = ("at the weight the held-out pairs choose it moves no relevance answer beyond the intervals"
            + (f"; every larger weight ranks fewer held-out pairs right (at most {max(larger):.3f})"
               if larger and max(larger) < accuracy[chosen] else "")
            + f"; the mutual information alone ranks an echo of the last turn above the human's turn in "

@@ -58,10 +58,12 @@ def test_the_merged_judge_and_its_adapter_on_the_base_are_one_judge(judge):
     assert merged.score(*DIALOGS).scores != pytest.approx(FullScorer(str(base), progress=False).score(*DIALOGS).scores)
     adapter = folder / "adapter"
     weights = sha_of_files(adapter / "adapter_model.safetensors", adapter / "adapter_config.json")
-    base_weights = sha_of_files(*base.glob("*.safetensors"), base / "config.json")
+    # a folder is named by every file that can change a score (issue 62, 5): weights, config, tokenizer
+    base_weights = sha_of_files(*base.glob("*.safetensors"), base / "config.json", *base.glob("tokenizer*"))
     want = f"{base_weights}+adapter:{weights}+adapted:{record.digest}"
     assert f"|model:adapter@{want}|" in alone.signature()
-    merged_want = f"{sha_of_files(*folder.glob('*.safetensors'), folder / 'config.json')}+adapted:{record.digest}"
+    merged_want = (f"{sha_of_files(*folder.glob('*.safetensors'), folder / 'config.json', *folder.glob('tokenizer*'))}"
+                   f"+adapted:{record.digest}")
     assert f"|model:{folder.name}@{merged_want}|" in merged.signature()
 
 

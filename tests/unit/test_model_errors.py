@@ -51,31 +51,31 @@ def test_a_local_folders_identity_covers_every_file_that_can_change_a_score(tmp_
     import json as json_module
     import shutil
 
-    from full_metric.models import _revision
+    from full_metric.model_identity import local_revision
 
     folder = tmp_path / "model"
     shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "tiny-blenderbot", folder)
-    first = _revision(str(folder), None)
+    first = local_revision(str(folder), None)
     seen = {first}
     (folder / "chat_template.jinja").write_text("{{ messages }}", encoding="utf-8")  # a template added
-    seen.add(_revision(str(folder), None))
+    seen.add(local_revision(str(folder), None))
     for name in ("chat_template.jinja", "tokenizer.json", "tokenizer_config.json", "vocab.json", "merges.txt",
                  "special_tokens_map.json", "config.json", "model.safetensors"):
         with open(folder / name, "ab") as handle:
             handle.write(b" ")
-        seen.add(_revision(str(folder), None))
+        seen.add(local_revision(str(folder), None))
     assert len(seen) == 10  # each change a new identity
-    last = _revision(str(folder), None)
+    last = local_revision(str(folder), None)
     (folder / "README.md").write_text("a card", encoding="utf-8")
     (folder / ".gitattributes").write_text("*", encoding="utf-8")
     (folder / "generation_config.json").write_text(json_module.dumps({"max_length": 5}), encoding="utf-8")
-    assert _revision(str(folder), None) == last
+    assert local_revision(str(folder), None) == last
 
 
 def test_an_adapters_digest_covers_its_weights_and_its_config(tmp_path):
     """Issue 62, 6: a unit test of seconds for what a ten-minute adapt test caught: each of the adapter's files
     changes its digest; its card does not."""
-    from full_metric.models import adapter_digest
+    from full_metric.model_identity import adapter_digest
 
     (tmp_path / "adapter_config.json").write_text(json.dumps({"r": 8, "lora_alpha": 16}), encoding="utf-8")
     (tmp_path / "adapter_model.safetensors").write_bytes(b"weights")

@@ -19,14 +19,14 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
-from .aggregate import AGGREGATIONS, check_aggregation, check_signs
-from .engines import ENGINE_OPTIONS
-from .errors import UsageError, UsageTypeError
-from .follow_ups import resolve_follow_ups
-from .model_sources import PACKAGED_MODELS
-from .models import DTYPE_NAMES
-from .presets import DEFAULT_PRESET, PRESETS, preset_model
-from .rendering import RENDERINGS
+from ..aggregate import AGGREGATIONS, check_aggregation, check_signs
+from ..engines import ENGINE_OPTIONS
+from ..errors import UsageError, UsageTypeError
+from ..follow_ups import resolve_follow_ups
+from ..model_sources import PACKAGED_MODELS
+from ..models import DTYPE_NAMES
+from ..presets import DEFAULT_PRESET, PRESETS, preset_model
+from ..rendering import RENDERINGS
 
 
 class _FromPreset:
@@ -284,7 +284,4 @@ def markdown_table() -> str:
         rows.append(f"| {name} | {s.scope} | {cli} | {env} | {s.full_help} |")
     return "\n".join(rows)
 
-
-if __name__ == "__main__":
-    print(markdown_table())
 
