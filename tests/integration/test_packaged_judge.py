@@ -265,3 +265,15 @@ def test_the_docs_grpo_rows_are_the_reports():
     assert sum(" | before | " in row for row in rows) == sum(" | after | " in row for row in rows) == len(runs)
     assert len(drifts) == len(runs)
     assert all(line in report.splitlines() for line in rows + drifts)
+
+
+def test_the_app_docs_figures_of_the_shipped_judge_are_its_scores(smollm2_gguf):
+    """Issue 62, 9: docs/app.md says where smollm2-complaints is recommended that it ranks an assistant opener above
+    a real reply; its command, run as written there, gives the figures it quotes."""
+    import re
+
+    text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "app.md").read_text(encoding="utf-8").split())
+    command = re.search(r"`(FullScorer\(\"smollm2-complaints\"\)\.score\(.*?\))`", text).group(1)
+    scores = eval(command, {"FullScorer": FullScorer}).scores  # noqa: S307 - the docs' own command, as written
+    assert f"you today?\" ({scores[0]:.2f}) above \"Great, I went hiking.\" ({scores[1]:.2f})" in text
+    assert scores[0] > scores[1]

@@ -300,3 +300,23 @@ def test_a_batch_with_an_unscored_row_shows_its_table_summary_and_download(tiny_
     assert by_group["all"]["not scored"] == 1 and by_group["b"]["not scored"] == 1 and by_group["b"]["items"] == 3
     scored = [json.loads(line)["full"] for line in open(download, encoding="utf-8")]
     assert scored[5] is None and by_group["all"]["mean FULL"] == pytest.approx(sum(scored[:5] + scored[6:]) / 7, abs=1e-4)
+
+
+def test_the_api_section_names_every_endpoint_and_the_menus_exact_labels():
+    """Issue 62, 9: docs/app.md's API section lists each api_name the app declares, with its parameters, and the
+    follow-up menu's labels as they must be passed."""
+    import inspect
+    import re
+    from pathlib import Path
+
+    from full_metric.faces import webapp
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "app.md").read_text(encoding="utf-8")
+    declared = re.findall(r'api_name="(\w+)"', inspect.getsource(webapp))
+    assert set(declared) == {"score_turn", "score_dialog", "upload_systems", "score_file"}
+    for name in declared:
+        assert f"| `/{name}` |" in docs, name
+    for parameter in ("dialog", "candidates", "upload", "baseline_name", "follow_up_set", "custom_follow_ups"):
+        assert f"`{parameter}`" in docs, parameter
+    flat = " ".join(docs.split())
+    assert f'`"{CUSTOM}"`' in flat and f'`"{PRESET_CHOICE}"`' in flat
