@@ -14,8 +14,9 @@ GENERIC_ANSWERS = ("yes", "no", "i don't know", "i dont know", "ok", "okay", "su
 ECHO_MIN_WORDS, ECHO_SHARE = 3, 0.8
 
 
-#: What FULL scores for a generation that is empty (a response must have text).
-EMPTY_ANSWER = "..."
+#: What FULL scores for a generation that is empty: the empty response it is (one rule in every face: an empty
+#: response is scored as the reply it is, :func:`full_metric.inputs.check_dialogs`).
+EMPTY_ANSWER = ""
 
 
 def response_of(generated: str) -> str:

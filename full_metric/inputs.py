@@ -24,46 +24,50 @@ def check_turns(turns: Any, name: str) -> list[str]:
     return list(turns)
 
 
-def check_dialogs(contexts: Any, responses: Any = None) -> list[list[str]]:
+def check_dialogs(contexts: Any, responses: Any = None, names: tuple[str, str] = ("contexts", "responses")
+                  ) -> list[list[str]]:
     """Validate contexts (and responses, for turn level); return each dialog as one list of turns.
 
     Turn level (``responses`` given): a dialog is its context followed by its response; a
-    context may be empty (a first turn). Dialog level: a dialog is its context, at least one turn.
+    context may be empty (a first turn). An empty or blank response is a response, scored as the reply it
+    is, in every face: a generation can be empty, and leaving it out of a mean would reward silence.
+    Dialog level: a dialog is its context, at least one turn. ``names``: what the caller calls the
+    contexts and the responses, for its messages (the metric's ``references`` and ``predictions``).
 
     Raises:
         TypeError: a container, turn or response of the wrong type, or ``None``.
-        ValueError: different numbers of contexts and responses, an empty or blank response,
-            an empty dialog.
+        ValueError: different numbers of contexts and responses, an empty dialog.
     """
-    _check_list(contexts, "contexts")
+    contexts_name, responses_name = names
+    _check_list(contexts, contexts_name)
     if responses is not None:
-        _check_list(responses, "responses")
+        _check_list(responses, responses_name)
         if len(responses) != len(contexts):
-            raise UsageError(f"got {len(contexts)} contexts but {len(responses)} responses; they must pair up")
+            raise UsageError(f"got {len(contexts)} {contexts_name} but {len(responses)} {responses_name}; "
+                             "they must pair up")
     dialogs = []
     for i, context in enumerate(contexts):
-        turns = check_turns(context, f"contexts[{i}]")
+        turns = check_turns(context, f"{contexts_name}[{i}]")
         if responses is None:
             if not turns:
-                raise UsageError(f"contexts[{i}] is an empty dialog; dialog-level scoring needs at least one turn")
+                raise UsageError(f"{contexts_name}[{i}] is an empty dialog; dialog-level scoring needs at least one "
+                                 "turn")
         else:
             response = responses[i]
             if not isinstance(response, str):
-                raise UsageTypeError(f"responses[{i}] must be a string, got {type(response).__name__}")
-            if not response.strip():
-                raise UsageError(f"responses[{i}] is empty")
+                raise UsageTypeError(f"{responses_name}[{i}] must be a string, got {type(response).__name__}")
             turns = [*turns, response]
         dialogs.append(turns)
     return dialogs
 
 
-def strip_speakers(dialogs: list[list[str]], turn_level: bool) -> list[list[str]]:
+def strip_speakers(dialogs: list[list[str]], turn_level: bool, name: str = "responses") -> list[list[str]]:
     """Each turn without its speaker label (:func:`full_metric.turns.strip_speaker`); at turn level
-    a response that was only a label is refused, naming it."""
+    a response that was only a label is refused, naming it (``name``: what the caller calls the responses)."""
     stripped = []
     for i, dialog in enumerate(dialogs):
         turns = [strip_speaker(t) for t in dialog]
         if turn_level and not turns[-1].strip():
-            raise UsageError(f"responses[{i}] is only a speaker label ({dialog[-1]!r})")
+            raise UsageError(f"{name}[{i}] is only a speaker label ({dialog[-1]!r})")
         stripped.append(turns)
     return stripped

@@ -89,7 +89,7 @@ class FULLComparison(FullSettings, evaluate.Comparison):
         out = []
         for name, predictions in (("predictions1", predictions1), ("predictions2", predictions2)):
             try:
-                self.check_input(contexts, predictions)
+                self.check_input(contexts, predictions, names=("references", name))
             except (TypeError, ValueError) as error:
                 raise type(error)(f"{name}: {error}") from None
             out.append(list(predictions))

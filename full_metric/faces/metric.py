@@ -45,7 +45,8 @@ human Overall ratings on FED.
 
 _KWARGS_DESCRIPTION = """
 Args:
-    predictions: turn level: the responses, one string each. Dialog level (config "dialog"):
+    predictions: turn level: the responses, one string each (an empty one is scored as the reply it
+        is, as in every face). Dialog level (config "dialog"):
         the dialogs, each a list of turns or one string with a turn per line.
     references: turn level only: the context of each response, a list of turns (possibly
         empty) or one string with a turn per line.
@@ -58,8 +59,10 @@ Settings of ``evaluate.load("full", ...)``:
 {settings}
 
 Returns:
-    full: the corpus score, the mean of the per-example scores (higher is better).
-    scores: one score per example.
+    full: the corpus score, the mean of the scored examples' scores (higher is better).
+    scores: one score per example; NaN for one not scored (its response leaves the model no room
+        to read any of its context).
+    unscored: the examples not scored, left out of ``full``.
     follow_up_log_likelihoods: per example, log p(follow-up | dialog) for each follow-up.
     follow_ups: the follow-ups, in the order of the log-likelihoods.
     signature: every setting that changes a score.
@@ -74,7 +77,7 @@ Examples:
     ...     references=[["Hi!", "How was your weekend?"], "Hi!\\nHow was your weekend?"],
     ... )
     >>> sorted(results)
-    ['follow_up_log_likelihoods', 'follow_ups', 'full', 'positive_follow_ups', 'scores', 'signature']
+    ['follow_up_log_likelihoods', 'follow_ups', 'full', 'positive_follow_ups', 'scores', 'signature', 'unscored']
     >>> len(results["scores"]), len(results["follow_up_log_likelihoods"][0])
     (2, 5)
 
@@ -173,12 +176,14 @@ class FullSettings:
                 f"strip_speaker_prefixes={self.strip_speaker_prefixes}: it is a load setting (the signature "
                 f"records it); pass it to evaluate.load(...)")
 
-    def check_input(self, contexts: Any, responses: Any = None) -> list[list[str]]:
+    def check_input(self, contexts: Any, responses: Any = None, names: tuple[str, str] = ("references", "predictions")
+                    ) -> list[list[str]]:
         """:func:`full_metric.inputs.check_dialogs`, and a response that is only a speaker label
-        refused when labels are stripped: before evaluate stores anything."""
-        dialogs = check_dialogs(contexts, responses)
+        refused when labels are stripped: before evaluate stores anything; errors name the arguments as
+        the user passed them (``names``: the contexts', the responses')."""
+        dialogs = check_dialogs(contexts, responses, names)
         if self.strip_speaker_prefixes:
-            strip_speakers(dialogs, turn_level=responses is not None)
+            strip_speakers(dialogs, turn_level=responses is not None, name=names[1])
         return dialogs
 
 
@@ -217,7 +222,7 @@ class FULL(FullSettings, evaluate.Metric):
             if isinstance(predictions, (str, bytes)) or not isinstance(predictions, Sequence):
                 raise UsageTypeError(f"predictions must be a list of dialogs, got {type(predictions).__name__}")
             dialogs = [_as_turns(p) for p in predictions]
-            self.check_input(dialogs)
+            self.check_input(dialogs, names=("predictions", "predictions"))
             return dialogs, None
         contexts = self.contexts(references)
         self.check_input(contexts, predictions)
@@ -251,6 +256,8 @@ class FULL(FullSettings, evaluate.Metric):
     def _compute(self, predictions: list[Any], references: list[list[str]] | None = None, **options: Any) -> dict[str, Any]:
         """Score with the call's options (:data:`full_metric.settings.CALL_OPTIONS`, checked by
         :meth:`compute` before anything is stored)."""
+        if not predictions:
+            raise UsageError("nothing to score: compute was given no predictions (and none were added)")
         if self.dialog_level:
             result = self.scorer.score(predictions, None, **options)
         else:

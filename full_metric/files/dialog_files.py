@@ -305,8 +305,6 @@ def check_row(
         raise error(f"{where}: field {context_column!r} must be a list of strings or a string with a turn per line")
     if response is not None and not isinstance(response, str):
         raise error(f"{where}: field {response_column!r} must be a string")
-    if response is not None and not response.strip():
-        raise error(f"{where}: field {response_column!r} is empty")
     if response is None and not context:
         raise error(f"{where}: field {context_column!r} is an empty dialog and there is no {response_column!r}")
     return list(context), response

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -70,7 +71,8 @@ def test_load_by_path(how, checkout_named_full, tiny_blenderbot_path, expected):
 def test_direct_class_and_outputs(tiny_blenderbot_path, expected):
     full = full_metric.FULL(model=str(tiny_blenderbot_path), device="cpu", progress=False)
     out = full.compute(predictions=RESPONSES, references=CONTEXTS)
-    assert set(out) == {"full", "scores", "follow_up_log_likelihoods", "follow_ups", "positive_follow_ups", "signature"}
+    assert set(out) == {"full", "scores", "unscored", "follow_up_log_likelihoods", "follow_ups", "positive_follow_ups",
+                        "signature"}
     for got, want in zip(out["follow_up_log_likelihoods"], expected[0].follow_up_log_likelihoods, strict=True):
         assert got == pytest.approx(want)
     assert out["signature"] == expected[0].signature
@@ -121,7 +123,7 @@ def test_speaker_prefixes_removed_when_asked_and_the_signature_says_so(tiny_blen
     # is only a label is refused before anything is stored
     with pytest.raises(ValueError, match="strip_speaker_prefixes=True in a call.*pass it to evaluate.load"):
         plain.compute(predictions=preds, references=refs, strip_speaker_prefixes=True)
-    with pytest.raises(ValueError, match=r"responses\[1\] is only a speaker label"):
+    with pytest.raises(ValueError, match=r"predictions\[1\] is only a speaker label"):
         full.add_batch(predictions=["Fine.", "System: "], references=refs[:2])
     with pytest.raises(ValueError, match="call `add` or `add_batch` at least once"):
         full.compute()  # nothing was stored
@@ -184,11 +186,11 @@ def test_combine_and_save(tiny_blenderbot_path, expected, tmp_path):
 @pytest.mark.parametrize(
     "kwargs,error,message",
     [
-        ({"predictions": RESPONSES[:2], "references": CONTEXTS}, ValueError, "3 contexts but 2 responses"),
-        ({"predictions": ["ok", "", "ok"], "references": CONTEXTS}, ValueError, r"responses\[1\] is empty"),
-        ({"predictions": ["ok", None, "ok"], "references": CONTEXTS}, TypeError, r"responses\[1\] must be a string"),
-        ({"predictions": RESPONSES, "references": [["a"], [None], []]}, TypeError, r"contexts\[1\]\[0\]"),
-        ({"predictions": RESPONSES, "references": [["a"], 5, []]}, TypeError, r"contexts\[1\] must be a list"),
+        ({"predictions": RESPONSES[:2], "references": CONTEXTS}, ValueError, "3 references but 2 predictions"),
+        ({"predictions": ["ok", None, "ok"], "references": CONTEXTS}, TypeError, r"predictions\[1\] must be a string"),
+        ({"predictions": RESPONSES, "references": [["a"], [None], []]}, TypeError, r"references\[1\]\[0\]"),
+        ({"predictions": RESPONSES, "references": [["a"], 5, []]}, TypeError, r"references\[1\] must be a list"),
+        ({"predictions": [], "references": []}, ValueError, "nothing to score: compute was given no predictions"),
         ({"predictions": RESPONSES, "references": "one string"}, TypeError, "references must be a list"),
         ({"predictions": RESPONSES, "references": CONTEXTS, "batch_size": 0}, ValueError, "batch_size"),
         ({"predictions": RESPONSES, "references": CONTEXTS, "follow_ups": []}, ValueError, "follow_ups is empty"),
@@ -198,7 +200,7 @@ def test_bad_input_then_good_compute(kwargs, error, message, tiny_blenderbot_pat
     full = full_metric.FULL(model=str(tiny_blenderbot_path), device="cpu", progress=False)
     with pytest.raises(error, match=message):
         full.compute(**kwargs)
-    if set(kwargs) == {"predictions", "references"}:
+    if set(kwargs) == {"predictions", "references"} and kwargs["predictions"]:  # (adding nothing is no error)
         with pytest.raises(error, match=message):
             full.add_batch(**kwargs)
     out = full.compute(predictions=RESPONSES, references=CONTEXTS)
@@ -267,3 +269,30 @@ def test_the_metric_script_warns_when_the_installed_package_is_another_version(m
     source = (REPO / "full.py").read_text(encoding="utf-8")
     with pytest.warns(UserWarning, match="written for full-metric 0.1.0, but 9.9.9 is installed"):
         exec(compile(source, "full.py", "exec"), {})
+
+
+def test_an_empty_response_is_scored_alike_in_every_face(tiny_blenderbot_path, tmp_path):
+    """Issue 62, 9: an empty or blank response is a response, scored as the reply it is, with one number in every
+    face: evaluate's compute, the scorer, the command line, the app's batch, the TRL reward."""
+    import json
+
+    from full_metric.faces.app_data import score_rows
+    from full_metric.faces.cli import main
+    from full_metric.training import full_reward
+
+    scorer = FullScorer(tiny_blenderbot_path, device="cpu", progress=False)
+    contexts, responses = [["How was your weekend?"]] * 3, ["", "   ", "Great, I went hiking."]
+    want = scorer.score(contexts, responses).scores
+    assert not any(math.isnan(s) for s in want) and want[0] != want[2]
+    full = full_metric.FULL(model=str(tiny_blenderbot_path), device="cpu", progress=False)
+    assert full.compute(predictions=responses, references=contexts)["scores"] == pytest.approx(want, abs=1e-5)
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text("".join(json.dumps({"context": c, "response": r}) + "\n" for c, r in zip(contexts, responses)))
+    assert main(["score", str(src), "-o", str(out), "--model", str(tiny_blenderbot_path), "--no-progress"]) == 0
+    assert [json.loads(line)["full"] for line in out.open()] == pytest.approx(want, abs=1e-5)
+    rows = [{"context": c, "response": r} for c, r in zip(contexts, responses)]
+    score_rows(scorer, rows, scorer.follow_ups, scorer.aggregation)
+    assert [r["full"] for r in rows] == pytest.approx(want, abs=1e-5)
+    # a generation is read by its first non-empty line (answers.response_of): the empty one as it is
+    assert full_reward(scorer)(["How was your weekend?"] * 2, ["", responses[2]]) == pytest.approx(
+        [want[0], want[2]], abs=1e-5)

@@ -91,7 +91,6 @@ def test_read_jsonl_and_csv():
     [
         ("d.jsonl", b'{"context": ["Hi"]}\n{oops\n', "line 2: not valid JSON"),
         ("d.jsonl", b'{"response": "x"}\n', "line 1: missing field 'context'"),
-        ("d.jsonl", b'{"context": ["a"], "response": ""}\n', "line 1: field 'response' is empty"),
         ("d.jsonl", b'{"context": [1]}\n', "line 1: field 'context' must be a list of strings"),
         ("d.jsonl", b"[1, 2]\n", "line 1: expected a JSON object"),
         ("d.csv", b"text,response\nhi,there\n", "line 1: the CSV header needs a 'context' column"),
