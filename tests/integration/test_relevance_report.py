@@ -115,14 +115,16 @@ def test_the_docs_relevance_figures_are_the_probes():
     probe = json.loads((REPORTS / "smollm2-relevance" / "probe.json").read_text(encoding="utf-8"))["judges"]
     docs = " ".join((REPORTS.parent / "docs" / "training.md").read_text(encoding="utf-8").split())
     part = docs.split("**Off-topic answers (issue 45, in progress).**")[1][:1200]
-    opener, opener_base, topic, topic_base, *mix = (int(x) for x in re.findall(r"(\d+)%", part)[:7])
+    opener, opener_base, topic, topic_base, *levers = (int(x) for x in re.findall(r"(\d+)%", part)[:10])
+    mix, pairs2 = levers[:3], levers[3:]
     share = {(j, a): round(100 * probe[j]["answers"][a]["beats_human"]) for j in ("base", "shipped")
              for a in ("assistant opener", "same topic")}
     assert (opener, opener_base, topic, topic_base) == (share["shipped", "assistant opener"],
                                                         share["base", "assistant opener"],
                                                         share["shipped", "same topic"], share["base", "same topic"])
-    assert mix == [round(100 * probe["mix"]["answers"][a]["beats_human"])
-                   for a in ("assistant opener", "same topic", "other conversation")]
+    for name, figures in (("mix", mix), ("pairs2", pairs2)):
+        assert figures == [round(100 * probe[name]["answers"][a]["beats_human"])
+                           for a in ("assistant opener", "same topic", "other conversation")], name
 
 
 def test_the_docs_held_out_figures_of_the_judges_made_before_are_held_out_jsons():
