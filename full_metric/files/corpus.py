@@ -324,7 +324,8 @@ def score_corpus(
     def flush() -> None:
         result = scorer.score([c for _, _, c, _ in chunk], [r for *_, r in chunk] if turn_level else None,
                               progress=False)
-        records = scored_records([row for _, row, _, _ in chunk], result)
+        # the context as the turns it was read as (a CSV cell, a string with a turn per line): what the app writes
+        records = scored_records([{**row, source.context_column: context} for _, row, context, _ in chunk], result)
         lines = [json.dumps({"i": index, "r": record}, ensure_ascii=False, default=str) + "\n"
                  for (index, *_), record in zip(chunk, records)]
         _append(part, lines)

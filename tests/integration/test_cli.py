@@ -176,3 +176,22 @@ def test_every_option_that_names_a_setting_is_declared_by_settings():
             checked.add((name, action.dest))
     assert {d for c, d in checked if c == "adapt"} == {"model", "gguf_file", "preset", "rendering", "device",
                                                        "batch_size", "progress"}
+
+
+def test_every_command_answers_a_folder_or_a_missing_file_in_one_line(tmp_path, capsys):
+    """Issue 62, 9: compare read a folder or a missing file as an internal error; every command reads its inputs
+    through one check, before any model is loaded."""
+    good = tmp_path / "a.jsonl"
+    good.write_text(json.dumps({"context": ["Hi!"], "response": "Fine."}) + "\n")
+    for command in (["compare", str(tmp_path), str(good)], ["compare", str(good), str(tmp_path / "gone.jsonl")],
+                    ["score", str(tmp_path), "-o", str(tmp_path / "o.jsonl")]):
+        assert main([*command, "--model", "never/loaded"]) == 2
+        err = capsys.readouterr().err
+        assert "internal error" not in err and ("a folder, not a file" in err or "no such file" in err), err
+        assert len(err.strip().splitlines()) == 1
+
+
+def test_the_settings_table_prints_without_a_warning():
+    """Issue 62, 9: `python -m full_metric.settings` (the README's Inputs table) writes nothing on stderr."""
+    done = run_checked([sys.executable, "-m", "full_metric.settings"], cwd=REPO)
+    assert done.stdout.startswith("| `evaluate.load` / scorer |") and done.stderr == ""

@@ -86,3 +86,18 @@ def test_the_cli_says_the_mean_is_over_the_scored_rows(tiny_blenderbot_path, tmp
     assert main(["compare", str(out), str(pair), "--model", str(tiny_blenderbot_path), "--no-progress"]) == 0
     table = capsys.readouterr().out
     assert "'cli.scored': cli.scored.jsonl line 2" in table and table.count("    2 ") >= 2  # n = 2 pairs each
+
+
+def test_a_csv_context_is_written_back_as_its_turns_by_every_writer(tiny_blenderbot_path, tmp_path):
+    """Issue 62, 9: the command line wrote a CSV context back as its raw cell, the app as its turns; one writer:
+    both write the turns the row was read as."""
+    import csv
+
+    source = tmp_path / "in.csv"
+    with open(source, "w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows([["context", "response"], ["['Hi!' 'How was your weekend?']", "Great."]])
+    out = tmp_path / "out.jsonl"
+    assert main(["score", str(source), "-o", str(out), "--model", str(tiny_blenderbot_path), "--no-progress"]) == 0
+    assert json.loads(out.read_text())["context"] == ["Hi!", "How was your weekend?"]
+    app = [r for _, r in upload_lines(source.name, source.read_bytes())]
+    assert app[0]["context"] == ["Hi!", "How was your weekend?"]

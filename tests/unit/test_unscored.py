@@ -124,3 +124,28 @@ def test_an_unscored_items_category_scores_are_not_numbers(scorer):
     assert result.category_scores and result.unscored == [1]
     for name, values in result.category_scores.items():
         assert not math.isnan(values[0]) and math.isnan(values[1]), name
+
+
+def test_every_face_of_the_metric_gives_the_unscored_items(tiny_blenderbot_path):
+    """evaluate's FULL and FullComparison, and the Trainer's compute_metrics, with one prediction too long for any
+    context: the mean over the others, the item named, nothing aborted (issue 62, 0)."""
+    from types import SimpleNamespace
+
+    import full_metric
+    from full_metric.faces.comparison_metric import FULLComparison
+    from full_metric.faces.training import full_compute_metrics
+
+    contexts, responses = [["Hi!"], ["Hi!"], ["How are you?"]], ["Fine.", LONG, "Good, you?"]
+    full = full_metric.FULL(model=str(tiny_blenderbot_path), device="cpu", progress=False)
+    out = full.compute(predictions=responses, references=contexts)
+    assert out["unscored"] == [1] and math.isnan(out["scores"][1])
+    assert out["full"] == pytest.approx((out["scores"][0] + out["scores"][2]) / 2, abs=1e-9)
+    pair = FULLComparison(model=str(tiny_blenderbot_path), device="cpu", progress=False)
+    got = pair.compute(predictions1=responses, predictions2=["Sure.", "Ok then.", LONG], references=contexts,
+                       resamples=50)
+    assert (got["unscored1"], got["unscored2"], got["pairs_left_out"]) == ([1], [2], 2)
+    assert got["full1"] == pytest.approx(got["scores1"][0], abs=1e-9)  # the one pair with both sides scored
+    decoding = SimpleNamespace(batch_decode=lambda ids, skip_special_tokens: [responses[i] for i, *_ in ids])
+    metrics = full_compute_metrics(contexts, decoding, FullScorer(str(tiny_blenderbot_path), progress=False))
+    logged = metrics(SimpleNamespace(predictions=[[0], [1], [2]]))
+    assert logged["full_unscored"] == 1 and logged["full"] == pytest.approx(out["full"], abs=1e-4)
