@@ -30,7 +30,7 @@ from ..models import resolve_device
 from ..result import FullResult
 from ..scorer import FullScorer
 from ..turns import split_turns
-from ..unscored import is_unscored, left_out, unscored_items
+from ..unscored import as_json_score, is_unscored, left_out, unscored_items
 
 try:  # transformers is a dependency; the base class makes the callback a TrainerCallback
     from transformers import TrainerCallback
@@ -211,8 +211,8 @@ class FullCallback(TrainerCallback):
         parts = gather_results((indices, result, prompts, responses))
         merged = merge_in_order([(i, r) for i, r, _, _ in parts])
         by_index = {i: (p, a) for idx, _, ps, rs in parts for i, p, a in zip(idx, ps, rs)}
-        rows = [{"context": c, "prompt": by_index[k][0], "response": by_index[k][1], "full": s}
-                for k, (c, s) in enumerate(zip(self.contexts, merged.scores))]
+        rows = [{"context": c, "prompt": by_index[k][0], "response": by_index[k][1], **as_json_score(s)}
+                for k, (c, s) in enumerate(zip(self.contexts, merged.scores))]  # valid JSON: null + why, not NaN
         return merged, rows
 
     def on_evaluate(self, args: Any, state: Any, control: Any, metrics: dict[str, Any] | None = None,

@@ -195,3 +195,20 @@ def test_the_settings_table_prints_without_a_warning():
     """Issue 62, 9: `python -m full_metric.settings` (the README's Inputs table) writes nothing on stderr."""
     done = run_checked([sys.executable, "-m", "full_metric.settings"], cwd=REPO)
     assert done.stdout.startswith("| `evaluate.load` / scorer |") and done.stderr == ""
+
+
+def test_correlate_leaves_out_an_unscored_item_counts_and_names_it(tmp_path, capsys):
+    """Issue 62, 0: one response too long for the tiny BlenderBot's 128 positions no longer fails the whole
+    correlation: its rows count the others (n) and a line names it."""
+    long = " ".join(f"word{i}" for i in range(400))
+    rows = [{"context": ["Hi"], "response": long if k == 2 else f"Hello {k}, nice to meet you.", "human": k}
+            for k in range(6)]
+    src = tmp_path / "rated.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "c.json"
+    assert main(["correlate", str(src), "--model", str(REPO / "tests" / "fixtures" / "tiny-blenderbot"), "--device",
+                 "cpu", "--no-progress", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "turn level, left out of every row: 1 of 6 items not scored (2)" in printed
+    row = json.loads(out.read_text())["rows"][0]
+    assert (row["n"], row["not_scored"]) == (5, 1)

@@ -88,6 +88,31 @@ def test_the_callback_logs_what_a_direct_score_gives_and_loads_the_judge_once(
     assert modes[0::2] == modes[1::2]  # the trained model's mode and cache setting as FULL found them
 
 
+def test_the_callback_logs_the_mean_over_scored_answers_when_one_is_too_long(policy_folder, tiny_blenderbot_path,
+                                                                             tmp_path):
+    """Issue 62, 0: a rambling answer (60 new tokens of a random policy, past a judge that reads 30) did abort
+    training at evaluation; now the mean is over the scored answers, the count of the others is logged, and the
+    table holds valid JSON (null and the reason)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer
+
+    tokenizer = AutoTokenizer.from_pretrained(policy_folder)
+    model = AutoModelForCausalLM.from_pretrained(policy_folder)
+    trainer = Trainer(model=model, args=_training_args(tmp_path, max_steps=1), train_dataset=_lm_data(tokenizer),
+                      eval_dataset=_lm_data(tokenizer, 2), data_collator=_collate, processing_class=tokenizer)
+    contexts = [["Hi!"], ["How are you?"]]
+    FullCallback(contexts, model=str(tiny_blenderbot_path), device="cpu", context_budget=30,
+                 generation_kwargs={"max_new_tokens": 60, "min_new_tokens": 60, "do_sample": False}).attach(trainer)
+    trainer.train()
+    logged = next(r for r in trainer.state.log_history if "eval_full" in r)
+    table = [json.loads(line, parse_constant=lambda c: pytest.fail(f"not JSON: {c}"))
+             for line in (tmp_path / "full" / "step-1.jsonl").read_text().splitlines()]
+    unscored = [row for row in table if row["full"] is None]
+    assert unscored and logged["eval_full_unscored"] == len(unscored) and all(row["unscored"] for row in unscored)
+    scored = [row["full"] for row in table if row["full"] is not None]
+    assert (math.isnan(logged["eval_full"]) if not scored else logged["eval_full"] == pytest.approx(
+        sum(scored) / len(scored), rel=1e-6))
+
+
 def test_generation_leaves_the_trained_models_state_as_it_was(tiny_models, tokenizer):
     model = tiny_models["gpt2"]
     model.train()
