@@ -118,8 +118,10 @@ def test_unpaired_comparison_is_said_and_validation():
         compare_systems({"a": [1.0]})
     with pytest.raises(ValueError, match="baseline 'c'"):
         compare_systems({"a": [1.0], "b": [2.0]}, baseline="c")
-    with pytest.raises(ValueError, match="system 'b': item 1 is not a finite"):
-        compare_systems({"a": [1.0, 2.0], "b": [1.0, float("nan")]})
+    with pytest.raises(ValueError, match="system 'b': item 1 is not a finite"):  # (NaN: not scored, left out)
+        compare_systems({"a": [1.0, 2.0], "b": [1.0, float("inf")]})
+    with pytest.raises(ValueError, match="system 'b': item 1 is not a number"):
+        compare_systems({"a": [1.0, 2.0], "b": [1.0, "2.0"]})
     with pytest.raises(ValueError, match="unknown method"):
         compare_systems({"a": [1.0], "b": [2.0]}, method="t-test")
 

@@ -56,12 +56,17 @@ def test_bootstrap_interval_of_a_correlation_whose_sampling_distribution_is_know
 
 
 def test_correlation_errors():
-    """Correlation inputs of different lengths, too short or not finite are refused."""
+    """Correlation inputs of different lengths, too short or not finite are refused (a metric score of NaN is an
+    item not scored: left out, and then too few pairs are said with the count left out)."""
     with pytest.raises(ValueError, match="8 metric scores but 7 human ratings"):
         correlate(X, Y[:7])
     with pytest.raises(ValueError, match="at least 3 pairs"):
         correlate([1, 2], [1, 2])
     with pytest.raises(ValueError, match="finite"):
+        correlate([1, 2, float("inf")], [1, 2, 3])
+    with pytest.raises(ValueError, match="finite"):
+        correlate([1, 2, 3], [1, 2, float("nan")])  # a human rating is never "not scored"
+    with pytest.raises(ValueError, match=r"at least 3 pairs, got 2 \(1 left out, not scored"):
         correlate([1, 2, float("nan")], [1, 2, 3])
 
 
