@@ -256,10 +256,9 @@ class Renderer:
         if len(turns) < 2:
             return dropped == 0
         text = self.context_text(turns)
-        end, start = 0, 0  # where the last context turn's text ends in the rendering
+        end = 0  # where the last context turn's text ends in the rendering
         for turn in turns[:-1]:
-            start = text.find(turn, end) if turn else end
-            end = start + len(turn)
+            end = (text.find(turn, end) if turn else end) + len(turn)
         try:
             offsets = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True,
                                      verbose=False)["offset_mapping"]
