@@ -212,3 +212,12 @@ def test_correlate_leaves_out_an_unscored_item_counts_and_names_it(tmp_path, cap
     assert "turn level, left out of every row: 1 of 6 items not scored (2)" in printed
     row = json.loads(out.read_text())["rows"][0]
     assert (row["n"], row["not_scored"]) == (5, 1)
+
+
+def test_the_module_prints_the_folder_reproduce_sh_reads(monkeypatch, tmp_path):
+    """`python -m full_metric.cache`, as reports/smollm2-relevance/reproduce.sh and docs/cli.md run it."""
+    import subprocess
+
+    monkeypatch.setenv("FULL_METRIC_CACHE", str(tmp_path / "c"))
+    done = subprocess.run([sys.executable, "-m", "full_metric.cache"], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == str(tmp_path / "c") and done.stderr == ""

@@ -27,3 +27,4 @@ def test_a_checkpoint_is_named_by_the_outputs_absolute_path(monkeypatch, tmp_pat
     (tmp_path / "one").mkdir()
     monkeypatch.chdir(tmp_path / "one")
     assert checkpoint_for("judge") == a  # relative or absolute: one output, one checkpoint
+
